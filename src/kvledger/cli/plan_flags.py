@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from kvledger.cli.flag_groups import EngineFlags, flag, flag_like
 from kvledger.cli.link_flags import INTER_NODE_LINK_HELP, inter_node_link
+from kvledger.cli.sglang_ep import refuse_sglang_ep
 from kvledger.cli.sglang_names import SglangNames
 
 __all__ = ["PlanFlags", "PlanMoreFlags", "plan_inputs"]
@@ -109,6 +110,10 @@ class PlanFlags(SglangNames):
         "float32 for Nemotron-H), float32, float16 or bfloat16 (config/cache.py MambaDType); conv state stays in "
         "the model dtype."))
 
+    def __post_init__(self) -> None:
+        SglangNames.__post_init__(self)  # SGLang's spellings first (--tp-size: the --tp the refusal names)
+        refuse_sglang_ep(str(self.engine).lower(), self.tp, self.ep_size, self.enable_ep_moe)
+
 
 @dataclass(frozen=True, slots=True)
 class PlanMoreFlags:
@@ -180,10 +185,8 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
     from kvledger.catalog.models import load_model
     from kvledger.cli.analysis_opts import list_items
     from kvledger.cli.kv_dtype_flag import check_kv_dtype_for_engine
-    from kvledger.cli.sglang_ep import refuse_sglang_ep
     from kvledger.units import parse_tokens
 
-    refuse_sglang_ep(engine_name(f.engine), f.tp, f.ep_size, f.enable_ep_moe)
     ctxs = tuple(parse_tokens(c, what="--context") for c in list_items(f.context, "--context")) or None
     spec = load_model(model)
     g = resolve_gpu(gpu, memory_bytes=check_device_memory(_bytes_opt(f.gpu_memory, "--gpu-memory"), "--gpu-memory"),

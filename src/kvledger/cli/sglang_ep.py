@@ -12,7 +12,7 @@ from __future__ import annotations
 
 __all__ = ["refuse_sglang_ep"]
 
-_NAMES = {"vllm": "vLLM", "trtllm": "TensorRT-LLM"}
+_NAMES = {"vllm": "vLLM", "trtllm": "TensorRT-LLM", "tensorrt-llm": "TensorRT-LLM", "trt-llm": "TensorRT-LLM"}
 
 
 def refuse_sglang_ep(engine: str, tp: int, ep_size: int | None, enable_ep_moe: bool) -> None:
