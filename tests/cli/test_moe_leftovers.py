@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from cli_run import cli_json, refused
+import json
+
+from cli_run import cli_json, refused, run_cli
 
 MODEL = "meta-llama/Llama-3.2-3B"
 
@@ -60,3 +62,21 @@ def test_sglang_ep_size_refused_naming_kvledgers_equivalent():
     assert "plan with --engine vllm --tp 2 --enable-expert-parallel, or drop --ep-size" in msg
     vllm = refused("plan", "Qwen/Qwen3-30B-A3B", "--gpu", "H100", "--enable-ep-moe")
     assert vllm.startswith("--enable-ep-moe is SGLang's flag") and "vLLM has no EP size" in vllm
+
+
+def test_search_says_which_flags_consider_two_nodes_when_one_cannot_hold_the_model():
+    # DeepSeek-V3 (FP8): 673,150,582,112 B of weights = 626.92 GiB; an H100 gives 0.92 × 85,029,027,840 B
+    # (79.19 GiB) = 78,226,705,612.8 B, so the weights alone need ⌈8.605⌉ = 9 GPUs: more than one 8-GPU node, and the
+    # default TP axis (1, 2, 4, 8) stops at one node. Before: "more TP or bigger GPUs" only.
+    slo = ("--slo", "ttft=2s,tpot=100ms", "--num-requests", "50", "--rate", "5")
+    res = run_cli("search", "deepseek-ai/DeepSeek-V3", "--gpus", "H100", *slo, "--json")
+    found = json.loads(res.stdout)
+    why = found["no_winner_reason"]
+    assert ("nvidia_h100_sxm: the widest tried, TP 8, fills one 8-GPU node (an 8-GPU SXM5 baseboard), and the weights "
+            "alone (626.92 GiB) need 9 GPUs at 0.92 × 79.19 GiB") in why
+    assert "--tp 16 (one TP group on 2 nodes, launched with --nnodes 2) with --gpu-usd-per-hour" in why
+    # the flags it names do give the candidate: TP 16 on 2 nodes, planned and held to the SLO
+    wide = cli_json("search", "deepseek-ai/DeepSeek-V3", "--gpus", "H100", "--tp", "16", "--gpu-usd-per-hour", "3",
+                    *slo)
+    cand = wide["candidates"][0]
+    assert cand["tp"] == 16 and cand["plan"]["nnodes"] == 2 and cand["reason"] != "does not fit"

@@ -137,8 +137,10 @@ def no_winner_line(result: Any, reasons_at: str = "the reasons below") -> str:
     rej = [e for e in result.entries if e["status"] not in ("feasible", "bounded")]
     groups = rejections_by_reason(rej)
     if none_can_start(result.entries):
+        from kvledger.report.search_multinode import multinode_words
+
         return ("no candidate can start: " + "; ".join(f"{g['count']} rejected for {g['reason']}" for g in groups)
-                + " (" + "; ".join(_MEMORY_FIXES[g["reason"]] for g in groups) + ")")
+                + " (" + "; ".join(_MEMORY_FIXES[g["reason"]] for g in groups) + ")" + multinode_words(rej))
     if rej and not any(g["reason"] in SLO_REASONS for g in groups):  # none was even held to the SLO
         first = {g["reason"]: next(e for e in rej if (e.get("reason") or e["status"]) == g["reason"]) for g in groups}
         return ("no candidate was run against the SLO: " + "; ".join(
