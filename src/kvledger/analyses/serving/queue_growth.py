@@ -108,11 +108,12 @@ def queue_growth(run: RunRecords, advice: str = N.OVERLOAD_ADVICE_SIMULATE) -> Q
     return open_loop_check(run, advice)[0]
 
 
-def open_loop_check(run: RunRecords, advice: str = N.OVERLOAD_ADVICE_SIMULATE) -> tuple[QueueGrowth | None,
-                                                                                           ShortRun | None]:
+def open_loop_check(run: RunRecords, advice: str = N.OVERLOAD_ADVICE_SIMULATE,
+                    z: float = SUSTAINED_Z) -> tuple[QueueGrowth | None, ShortRun | None]:
     """(overload, too short): the backlog's growth when the run is long enough to read it; else the waiting queue's;
     else, when neither grew, the record saying the run was too short to tell (module doc). (None, None): it kept up,
-    or had fewer than 20 requests, or all arrived at once."""
+    or had fewer than 20 requests, or all arrived at once. ``z``: the burst allowance's multiple of √(D × expected)
+    (``SUSTAINED_Z`` for one run; ``dp_saturation`` tightens it for the N ranks it tests)."""
     cols = columns_from(run)
     arrival = np.sort(cols.arrival_s)
     n = arrival.size
@@ -126,12 +127,12 @@ def open_loop_check(run: RunRecords, advice: str = N.OVERLOAD_ADVICE_SIMULATE) -
     first_half = cols.arrival_s <= t_mid
     if t_mid - t0 >= MIN_SPAN_FIRST_FINISH * warm_up:
         stay = _median_stay(cols.e2e_s()[first_half])
-        return _growth(arrival, finish, t0, t_mid, t_last, advice, stay_s=stay), None
+        return _growth(arrival, finish, t0, t_mid, t_last, advice, stay_s=stay, z=z), None
     ttft = cols.ttft_s()[first_half]  # the first half's waits for a first token (module doc)
     ttft = ttft[np.isfinite(ttft)]
     if ttft.size and t_mid - t0 >= MIN_SPAN_FIRST_FINISH * float(np.median(ttft)):
         q = _growth(arrival, _ends(cols.first_token_s), t0, t_mid, t_last, advice, waiting=True,
-                    stay_s=_median_stay(cols.ttft_s()[first_half]))
+                    stay_s=_median_stay(cols.ttft_s()[first_half]), z=z)
         if q is not None:
             return q, None
     from kvledger.analyses.serving.overloads import ShortRun  # lazy: only a run too short to tell makes one
@@ -156,7 +157,7 @@ def _median_stay(stays: np.ndarray) -> float:
 
 
 def _growth(arrival: np.ndarray, done: np.ndarray, t0: float, t_mid: float, t_last: float, advice: str,
-            waiting: bool = False, stay_s: float = 0.0) -> QueueGrowth | None:
+            waiting: bool = False, stay_s: float = 0.0, z: float = SUSTAINED_Z) -> QueueGrowth | None:
     """The queue (arrived by t, not ``done`` by t: not finished, or with ``waiting`` without a first token) at the
     median and the last arrival, as a QueueGrowth when it grew past the thresholds (module doc), else None.
     ``stay_s``: the first half's median stay in that queue; settled, the arrivals up to the median span it, so the
@@ -183,11 +184,10 @@ def _growth(arrival: np.ndarray, done: np.ndarray, t0: float, t_mid: float, t_la
     span = t_last - t_mid
     arrived = arrived_between / span
     left = float(np.searchsorted(done, t_last, side="right") - np.searchsorted(done, t_mid, side="right")) / span
-    allowance = SUSTAINED_Z * math.sqrt(dispersion(arrival) * expected)
+    allowance = z * math.sqrt(dispersion(arrival) * expected)
     words = N.overloaded_waiting if waiting else N.overloaded
     return QueueGrowth(t_mid - t0, t_last - t0, mid, last, arrived, left,
-                       words(mid, t_mid - t0, last, t_last - t0, arrived, left, advice, expected, allowance,
-                             SUSTAINED_Z),
+                       words(mid, t_mid - t0, last, t_last - t0, arrived, left, advice, expected, allowance, z),
                        "waiting" if waiting else None, expected, allowance, stay_s=stay_s)
 
 
