@@ -203,12 +203,18 @@ def range_for(command: str, name: str) -> Range | None:
 
 
 def range_problems(command: str, values: dict[str, Any], flags: dict[str, str] | None = None) -> list[InputError]:
-    """One InputError per numeric option value (None = not given) outside its range, in option order."""
+    """One InputError per numeric option value (None = not given) outside its range, in option order; and one for an
+    empty ``engine_version`` (not a version: left out, the newest is planned, so an empty one is refused)."""
     from kvledger.units import parse_duration_s
 
     problems = []
     for name, value in values.items():
         flag, given = (flags or {}).get(name, "--" + name.replace("_", "-")), None
+        if name == "engine_version" and isinstance(value, str) and not value.strip():  # an unset $VLLM_VERSION
+            problems.append(InputError(
+                f"{flag} {value!r} is empty: it was read as no version, which would plan the newest release read "
+                f"rather than yours; give one release like 0.19.0, or leave {flag} out for the newest"))
+            continue
         try:
             if isinstance(value, str) and name == "client_latency" and value.startswith("profile:"):
                 continue  # a fitted latency, read and range-checked where it is resolved (serving/client_latency.py)

@@ -34,3 +34,24 @@ def test_sglang_versions_alike():
     assert parse_sglang_version("0.4.6.post2") == (0, 4, 6, 2) and parse_sglang_version("0.5.3rc0") == (0, 5, 3)
     with pytest.raises(InputError, match="is not one SGLang version like 0.5.3"):
         parse_sglang_version("0.5.23,0.4.9")
+
+
+@pytest.mark.parametrize("cmd", [("plan", MODEL, "--gpu", "H100"), ("simulate", MODEL, "--gpu", "H100"),
+                                 ("plan", MODEL, "--gpu", "H100", "--engine", "sglang")])
+@pytest.mark.parametrize("v", ["", "  "])
+def test_an_empty_version_is_refused_not_read_as_the_newest(cmd, v):
+    # before: `--engine-version "$VLLM_VERSION"` with the variable unset planned 0.33.0 (`s.engine_version or LATEST`)
+    # and said nothing; now the one-paragraph error (exit 2 at the console entry)
+    assert refused(*cmd, "--engine-version", v).startswith(f"--engine-version {v!r} is empty")
+
+
+@pytest.mark.parametrize("v", ["1.2.1,0.21.0", "1.2.1xyz", "1.2.1 0.21.0"])
+def test_trtllm_versions_alike(v):
+    # TensorRT-LLM's parser (plan_other.trtllm_runtime) read "1.2.1,0.21.0" as 1.2.1 too; an rc still parses
+    from kvledger.accounting.plan_other import trtllm_runtime
+
+    assert trtllm_runtime("1.2.0rc1") == ("pytorch", "1.2.0rc1 (PyTorch backend rules)")  # 1.x: PyTorch backend
+    with pytest.raises(InputError, match="is not one TensorRT-LLM version like 0.13.0 or 1.2.1"):
+        trtllm_runtime(v)
+    assert refused("plan", MODEL, "--gpu", "H100", "--engine", "trtllm", "--engine-version", v).startswith(
+        f"--engine-version {v!r} is not one TensorRT-LLM version")

@@ -46,6 +46,7 @@ from kvledger.accounting.sglang_rules import (
 )
 from kvledger.accounting.transferred_ranges import weights_range
 from kvledger.accounting.trtllm_terms import trtllm_items, trtllm_ranges
+from kvledger.accounting.vllm_releases import RELEASE_STRING
 from kvledger.accounting.wddm import wddm_held_term, wddm_total
 from kvledger.catalog.compressed_mla import has_compressed_mla
 from kvledger.catalog.gpus import GpuSpec
@@ -227,8 +228,8 @@ def trtllm_runtime(version: str | None, backend: str | None = None) -> tuple[str
     if version is None:  # the runtime's own name, as with a version ("tensorrt backend" named no runtime)
         return backend or "pytorch", f"{_RUNTIME_NAMES[backend or 'pytorch']} rules (newest read)"
     m = re.match(r"^v?(\d+)\.(\d+)", str(version).strip())
-    if not m:
-        raise InputError(f"--engine-version {version!r} is not a TensorRT-LLM version like 0.13.0 or 1.2.1")
+    if not m or not RELEASE_STRING.match(str(version).strip()):  # "1.2.1,0.21.0": no version, not 1.2.1 (one run each)
+        raise InputError(f"--engine-version {version!r} is not one TensorRT-LLM version like 0.13.0 or 1.2.1")
     if backend is None:
         backend = "pytorch" if (int(m.group(1)), int(m.group(2))) >= (1, 0) else "tensorrt"
     return backend, f"{version} ({_RUNTIME_NAMES[backend]} rules)"
