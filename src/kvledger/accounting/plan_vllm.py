@@ -29,7 +29,7 @@ from kvledger.accounting.vllm_inflight import sliding_inflight_tokens
 from kvledger.accounting.vllm_online_fp8 import check_online_fp8_load
 from kvledger.accounting.vllm_override_check import check_ignores_override
 from kvledger.accounting.vllm_profile import PPStage
-from kvledger.accounting.vllm_releases import unknown_release_note
+from kvledger.accounting.vllm_releases import prerelease_note, unknown_release_note
 from kvledger.accounting.vllm_runner import RunnerChoice, model_runner, runner_note, v2_subtracts_cudagraphs
 from kvledger.accounting.vllm_seqs_default import default_max_num_seqs
 from kvledger.accounting.vllm_sparse_mla import sparse_mla_choice
@@ -183,7 +183,7 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger,
     notes: list[str] = []
     if ver > R.parse_version(R.LATEST):
         notes.append(N.vllm_newer_than_read(".".join(map(str, ver)), R.LATEST))
-    notes += [n for n in [unknown_release_note(ver)] if n]
+    notes += [n for n in [unknown_release_note(ver), prerelease_note(s.engine_version)] if n]
     if s.pp > model.num_layers:
         raise InputError(N.pp_above_layers(s.pp, model.name, model.num_layers))
     b = _budget(model, gpu, s, ver, checkpoint or model, notes)

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import re
 
-from kvledger.accounting.notes import NO_SUCH_RELEASE
+from kvledger.accounting.notes import NEWER_THAN_READ, NO_SUCH_RELEASE
 
-__all__ = ["RELEASE_STRING", "LAST_PATCH", "RELEASES_READ_ON", "release_exists", "unknown_release_note"]
+__all__ = ["RELEASE_STRING", "LAST_PATCH", "RELEASES_READ_ON", "PRE_RELEASE", "NOT_READ_HERE", "release_exists",
+           "unknown_release_note", "prerelease_note", "assumed_rules_note", "release_lines"]
 
 RELEASE_STRING = re.compile(r"^v?\d+\.\d+(?:\.\d+){0,2}(?:[-_.]?(?:a|b|rc|c|alpha|beta|pre|post|dev)\d*)*"
                             r"(?:\+[0-9a-z.]+)?$", re.IGNORECASE)
@@ -50,3 +51,48 @@ def unknown_release_note(ver: tuple[int, int, int]) -> str | None:
     return (f"vLLM {major}.{minor}.{patch} {NO_SUCH_RELEASE} {listed} for {major}.{minor} (its release list, "
             f"read {RELEASES_READ_ON}); planned with the rules of {newest}, the newest {major}.{minor} release. A "
             f"typo? Pass the version your server prints (`vllm --version`)")
+
+
+PRE_RELEASE = "is a pre-release, planned with the rules of"
+"""Words of :func:`prerelease_note` (the plan's summary and simulate's notes show every note with them)."""
+NOT_READ_HERE = "not read in this release's code"
+"""Words of :func:`assumed_rules_note`."""
+_PRE = re.compile(r"(?:a|b|rc|c|alpha|beta|pre|dev)\d*", re.IGNORECASE)
+_UNREAD = re.compile(r"(?:(\d+)\.(\d+)(?:\.\d+)?(?:–(\d+)\.(\d+))?|(this version's)) not read")
+
+
+def prerelease_note(text: str | None) -> str | None:
+    """The note for a pre-release (``0.33.0rc1``, ``0.34.0.dev5``) planned as the release it precedes, or None."""
+    release = RELEASE_STRING.match(str(text or "").strip()) and re.match(r"^v?(\d+\.\d+(?:\.\d+)?)", text.strip())
+    rest = text.strip()[release.end():] if release else ""
+    if not release or not _PRE.search(rest.split("+")[0]):
+        return None
+    return (f"vLLM {text.strip()} {PRE_RELEASE} {release.group(1)}, the release it precedes: kvledger reads released "
+            f"code only, and a pre-release's code may differ from its release's")
+
+
+def assumed_rules_note(ver: tuple[int, int, int], notes: list[str]) -> str | None:
+    """One line for the summary where a note of the plan says the rule it applied to ``ver`` came from a release
+    next to it ("0.21–0.32 not read; assumed the same", "0.15 not read: 0.14.1's …"), or None: the notes name
+    their releases, so a note about a range that leaves ``ver`` out (the same note on 0.19) does not count."""
+    n = 0
+    for note in notes:
+        for m in _UNREAD.finditer(note):
+            lo = (int(m.group(1)), int(m.group(2))) if m.group(1) else ver[:2]
+            hi = (int(m.group(3)), int(m.group(4))) if m.group(3) else lo
+            n += bool(m.group(5) or lo <= ver[:2] <= hi)
+    if not n:
+        return None
+    v = ".".join(map(str, ver))
+    return (f"vLLM {v}: {n} rule{'s' * (n > 1)} of this plan {'were' if n > 1 else 'was'} {NOT_READ_HERE}; the "
+            f"nearest release read was assumed to behave the same (--verbose: its notes say which)")
+
+
+def release_lines(notes: list[str], engine: str, engine_version: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """The notes a short output shows about whose rules were applied (a release newer than read, no such release, a
+    pre-release; those with a word of ``keep``), in order, and for vLLM :func:`assumed_rules_note`'s line."""
+    words = (NEWER_THAN_READ, NO_SUCH_RELEASE, PRE_RELEASE, *keep)
+    out = [n for n in notes if any(w in n for w in words)]
+    m = re.match(r"^(\d+)\.(\d+)\.(\d+)", engine_version or "")
+    ver = (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+    return out + [a for a in [assumed_rules_note(ver, notes) if engine == "vllm" and ver else None] if a]

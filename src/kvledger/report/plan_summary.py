@@ -7,12 +7,13 @@ from rich.markup import escape
 from kvledger.accounting.advice_mnbt import DP_BUDGET_NOTE
 from kvledger.accounting.kv_range import range_text
 from kvledger.accounting.memory import MemoryPlan
-from kvledger.accounting.notes import NEWER_THAN_READ, NO_SUCH_RELEASE, SGLANG_FP8_KV
+from kvledger.accounting.notes import SGLANG_FP8_KV
 from kvledger.accounting.plan import ConcurrencyRow, Plan
 from kvledger.accounting.platforms import NOT_MODELLED
 from kvledger.accounting.roofline_breakdown import RooflineReport
 from kvledger.accounting.vllm_gpu_support import NO_KERNELS
 from kvledger.accounting.vllm_kv_auto import KV_AUTO_NOTE
+from kvledger.accounting.vllm_releases import release_lines
 from kvledger.accounting.window_capacity import manager_words, window_words
 from kvledger.catalog.family_base import WARNING_NOTE
 from kvledger.units import GiB, KiB, fmt_low
@@ -127,8 +128,8 @@ def _kv_lines(p: Plan) -> list[str]:
     auto = next((f" ({n})" for n in m.notes if n.startswith(KV_AUTO_NOTE)), "")  # what auto became, and why
     out = [f"KV per token: {kv.bytes_per_token:,.0f} B ({kv.bytes_per_token / KiB:,.2f} KiB) per GPU, KV dtype "
            f"{kv.kv_cache_dtype}{auto}{groups}"]
-    out += [f"note: {n}" for n in m.notes if NEWER_THAN_READ in n or NOT_MODELLED in n or NO_KERNELS in n
-            or NO_SUCH_RELEASE in n or n == SGLANG_FP8_KV]  # the flag SGLang takes, where a vLLM spelling was given
+    out += [f"note: {n}" for n in release_lines(m.notes, m.engine, m.engine_version, keep=(NOT_MODELLED, NO_KERNELS))
+            + [n for n in m.notes if n == SGLANG_FP8_KV]]  # the flag SGLang takes, where a vLLM spelling was given
     out += [f"note: {n}" for n in p.model.notes if n.startswith("model_type ") and ": read " in n]  # an unknown type
     out += [f"note: {n}" for n in p.model.notes if n.startswith("KV per ")]  # a note that qualifies the headline figure
     if m.kv_free:

@@ -12,7 +12,6 @@ from dataclasses import replace
 from typing import Any
 
 from kvledger.accounting.engine_pools import RECORDED_MATCH, RECORDED_USED
-from kvledger.accounting.notes import NEWER_THAN_READ, NO_SUCH_RELEASE
 from kvledger.accounting.platforms import NOT_MODELLED
 from kvledger.accounting.sglang_rules import (
     SGLANG_LATEST,
@@ -21,6 +20,7 @@ from kvledger.accounting.sglang_rules import (
     sglang_version_text,
 )
 from kvledger.accounting.sglang_steps import sglang_capture_sizes
+from kvledger.accounting.vllm_releases import release_lines
 from kvledger.accounting.vllm_rules import parse_version
 from kvledger.analyses.serving import hybrid_caching_notes as HN
 from kvledger.analyses.serving import notes as N
@@ -262,7 +262,7 @@ def _pool_notes(plan, cfg: EngineConfig) -> list[str]:
     notes = [N.kv_pool(pool, N.limits(m, config=cfg))]
     notes += [q] if (q := pool_note(plan)) else []  # vLLM --quantization fp8: the weights the pool was left by
     notes += [plan.nodes.text] if plan.nodes is not None else []  # TP × PP past one node: the nodes plan assumes
-    notes += [n for n in m.notes if NEWER_THAN_READ in n or NOT_MODELLED in n or NO_SUCH_RELEASE in n]  # as plan
+    notes += release_lines(m.notes, m.engine, m.engine_version, keep=(NOT_MODELLED,))  # as plan
     if m.startup is not None:  # vLLM under --wddm: whether it starts with the display driver's hold in use (as plan)
         notes.append(m.startup.message)
     notes += [n for n in m.notes if n.startswith("--wddm:")]  # SGLang under --wddm: what the hold takes off the KV
