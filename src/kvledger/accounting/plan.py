@@ -19,6 +19,7 @@ from kvledger.accounting.node_size import NodeAssumption, assume_nodes
 from kvledger.accounting.plan_checks import check_plan_args, check_settings
 from kvledger.accounting.plan_roofline import roofline_model, roofline_terms
 from kvledger.accounting.plan_vllm import served_model, vllm_plan
+from kvledger.accounting.resolved_defaults import resolved_from
 from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.accounting.roofline_breakdown import RooflineReport, roofline_report
 from kvledger.accounting.settings import PlanSettings
@@ -92,13 +93,12 @@ class ConcurrencyRow:
 
 @dataclass(frozen=True)
 class Plan:
-    """The whole ledger. ``to_dict`` gives the JSON scripts rely on (see cli/plan_cmd.py); stable keys:
-    model.kv_bytes_per_token, model.num_params, model.weight_bytes, gpu.memory_bytes, memory.available_kv_bytes,
-    memory.num_gpu_blocks, memory.block_size, concurrency[].context_tokens / .max_concurrency,
-    roofline.ridge_flops_per_byte."""
+    """The whole ledger. ``to_dict``: the JSON scripts rely on (cli/plan_cmd.py); stable keys: model.kv_bytes_per_token,
+    model.num_params, model.weight_bytes, gpu.memory_bytes, memory.available_kv_bytes, memory.num_gpu_blocks,
+    memory.block_size, concurrency[].context_tokens / .max_concurrency, roofline.ridge_flops_per_byte."""
 
     __json__ = (("model", "model_facts"), "gpu", ("settings", "resolved_settings"), ("given", "given_settings"),
-                ("kv", "kv_facts"), ("memory", "memory_facts"),
+                "resolved_from", ("kv", "kv_facts"), ("memory", "memory_facts"),
                 "concurrency", "at_max_model_len", "roofline", "advice", "waterfall", "data_parallel", "dp_remedy")
     __json_optional__ = ("data_parallel", "dp_remedy")  # left out at DP 1 / where DP attention does not apply
 
@@ -166,7 +166,7 @@ class Plan:
         """True when one max_model_len request fits the usable blocks (vLLM < 0.29 also starts where it needs all)."""
         return self.memory.fits and self.at_max_model_len is not None and self.at_max_model_len.max_requests >= 1
 
-    # The JSON's three sections (__json__), from plan_json.py, imported only when a plan is written out (not simulate)
+    resolved_from = resolved_from  # the JSON's sections: resolved_from here, the others plan_json's (imported late)
     def model_facts(self) -> ModelFacts:
         from kvledger.accounting import plan_json
         return plan_json.ModelFacts.of(self.model, self.kv, self.settings.quantization)

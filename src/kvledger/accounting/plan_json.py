@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from kvledger.accounting.kvcache import KVLedger
 from kvledger.accounting.kvlayout import KVLayout
 from kvledger.accounting.memory import MemoryPlan
+from kvledger.accounting.resolved_defaults import resolved_prefix_caching
 from kvledger.accounting.settings import PlanSettings
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.catalog.quant import online_fp8
@@ -24,7 +25,8 @@ _FRACTIONS = ("gpu_memory_utilization", "mem_fraction_static", "free_gpu_memory_
 def resolved_settings(plan) -> PlanSettings:
     """The settings a plan ran with: the given ones (``plan.settings``, nodes assumed included) with each engine default
     the plan resolved in their place: the engine version whose rules apply, max_model_len, the batch limits, the block
-    size (SGLang: page size), the memory fraction the engine uses and the contexts of the concurrency rows. The JSON
+    size (SGLang: page size), the memory fraction the engine uses, vLLM's prefix caching and the contexts of the
+    concurrency rows. The JSON
     writes these as ``settings`` and the settings as given (None: the engine's default) as ``given``."""
     s, m = plan.settings, plan.memory
     update = {"max_model_len": m.max_model_len, "max_num_batched_tokens": m.max_num_batched_tokens,
@@ -36,6 +38,8 @@ def resolved_settings(plan) -> PlanSettings:
         update["cuda_graph_max_batch_size"] = m.cuda_graph_max_bs
     if m.fraction_name in _FRACTIONS:
         update[m.fraction_name] = m.fraction
+    if (pc := resolved_prefix_caching(plan)) is not None:  # vLLM: the release's default where none was given
+        update["enable_prefix_caching"] = pc[0]
     return s.model_copy(update=update)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from kvledger.accounting.engine_pools import RECORDED_MATCH, RECORDED_USED
 from kvledger.accounting.platforms import NOT_MODELLED
+from kvledger.accounting.resolved_defaults import ASYNC_DEFAULT_FROM
 from kvledger.accounting.sglang_rules import (
     SGLANG_LATEST,
     parse_sglang_version,
@@ -49,10 +50,6 @@ def plan_blocks_for_tokens(plan) -> Any:
     if all(plan.blocks_for_tokens(n) == -(-n // B) for n in probes):
         return None
     return plan.blocks_for_tokens
-
-
-#: first vLLM release that schedules asynchronously by default (default_async_scheduling: read in the wheels)
-ASYNC_DEFAULT_FROM = (0, 14, 0)
 
 
 def default_async_scheduling(engine: str, engine_version: str, batching: str) -> tuple[bool, str]:

@@ -1,0 +1,56 @@
+"""``plan --json`` carries the value each release resolved where no flag was given (``settings``, with its source
+under ``resolved_from``) and keeps ``given`` as typed. Before, Qwen3-Next-80B's ``settings.enable_prefix_caching`` was
+null on 0.19, 0.28 and 0.33 although the plan applied off / on / on (1 / 2 / 3 state pages per request)."""
+
+from __future__ import annotations
+
+import pytest
+from cli_run import MODEL, cli_json
+
+QWEN_NEXT = "Qwen/Qwen3-Next-80B-A3B-Instruct"
+
+
+@pytest.mark.parametrize("version, on, mode", [
+    # vLLM 0.19 config/model.py is_prefix_caching_supported: "Hybrid models do not support prefix caching" → off,
+    # mamba_cache_mode none; 0.33: "Generative hybrid models support prefix caching" → on, align mode
+    ("0.19.0", False, "none"), ("0.33.0", True, "align")])
+def test_hybrid_prefix_caching_resolved_per_release(version, on, mode):
+    d = cli_json("plan", QWEN_NEXT, "--gpu", "H100", "--tp", "4", "--engine-version", version)
+    assert d["given"]["enable_prefix_caching"] is None  # what the user typed: nothing
+    assert d["settings"]["enable_prefix_caching"] is on
+    r = d["resolved_from"]
+    assert r["enable_prefix_caching"]["value"] is on and f"vLLM {version}" in r["enable_prefix_caching"]["source"]
+    assert r["mamba_cache_mode"]["value"] == mode
+
+
+@pytest.mark.parametrize("version, gmu, runner", [
+    # config/cache.py CacheConfig: 0.9 in 0.19, 0.92 in 0.33; VLLM_USE_V2_MODEL_RUNNER 0 up to 0.21, V2 for every
+    # model from 0.29 (config/vllm.py use_v2_model_runner); H100 80 GiB ≥ 70 GiB, not an A100: 8,192 / 1,024
+    # (EngineArgs.get_batch_defaults, both releases); async scheduling on from 0.14 (VllmConfig.__post_init__)
+    ("0.19.0", 0.9, "v1"), ("0.33.0", 0.92, "v2")])
+def test_defaults_resolved_with_their_source(version, gmu, runner):
+    d = cli_json("plan", MODEL, "--gpu", "H100", "--engine-version", version)
+    r = d["resolved_from"]
+    assert r["gpu_memory_utilization"]["value"] == gmu == d["settings"]["gpu_memory_utilization"]
+    src = r["gpu_memory_utilization"]["source"]
+    assert "config/cache.py" in src or "0.9000" in src  # the rule's source, or the 0.19.1 start-up line it quotes
+    assert (r["max_num_batched_tokens"]["value"], r["max_num_seqs"]["value"]) == (8192, 1024)
+    assert r["model_runner"]["value"] == runner
+    assert r["async_scheduling"]["value"] is True
+    assert r["enable_prefix_caching"]["value"] is True and d["settings"]["enable_prefix_caching"] is True
+
+
+def test_a_given_flag_is_not_listed_as_resolved():
+    d = cli_json("plan", QWEN_NEXT, "--gpu", "H100", "--tp", "4", "--engine-version", "0.33.0",
+                 "--no-enable-prefix-caching", "--gpu-memory-utilization", "0.85")
+    assert d["given"]["enable_prefix_caching"] is False and d["settings"]["enable_prefix_caching"] is False
+    assert "enable_prefix_caching" not in d["resolved_from"] and "gpu_memory_utilization" not in d["resolved_from"]
+    assert d["resolved_from"]["mamba_cache_mode"]["value"] == "none"  # prefix caching off: one live state
+
+
+def test_async_scheduling_off_for_the_v1_runner_under_pp_on_033():
+    # 0.33 config/vllm.py: v1_async_sched_incompat = "pipeline parallelism" when not use_v2_model_runner
+    d = cli_json("plan", MODEL, "--gpu", "H100", "--engine-version", "0.33.0", "--pp", "2", "--model-runner", "v1")
+    assert d["resolved_from"]["async_scheduling"]["value"] is False
+    d = cli_json("plan", MODEL, "--gpu", "H100", "--engine-version", "0.33.0", "--pp", "2")  # V2: stays on
+    assert d["resolved_from"]["async_scheduling"]["value"] is True
