@@ -291,7 +291,7 @@ def _hybrid_fields(plan, fields: dict[str, Any], interval: int) -> list[str]:
         fields.get("prefix_caching_policy", "vllm"), fields.get("kv_allocation", "paged")) == ("vllm", "paged")
     if fields.get("enable_prefix_caching", True) and not cacheable:
         fields["enable_prefix_caching"] = False
-        notes.append(HN.hybrid_no_caching(plan.layout, m.engine_version))
+        notes.append(HN.hybrid_no_caching(plan.layout, m.engine_version, plan.settings.enable_prefix_caching))
     elif fields.get("enable_prefix_caching", True):
-        notes.append(HN.hybrid_caching(rule, m.engine_version))
+        notes.append(HN.hybrid_caching(rule, m.engine_version, plan.settings.enable_prefix_caching))
     return notes
