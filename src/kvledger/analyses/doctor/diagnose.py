@@ -104,8 +104,10 @@ def version_mismatch(log: VllmLog, given: str | None) -> str | None:
     if parse_version(given) == version_tuple(log.version):  # a log's version is what ran: compared, never refused
         return None
     return (f"--engine-version {given} is not the vLLM this log printed ({log.version}, {log.version_source}): the "
-            f"ledger below applies {given}'s rules to a {log.version} start-up, so it may not match the log's "
-            "figures; drop --engine-version to use the log's")
+            f"log's figures are {log.version}'s own, and the ledger below is a forecast of {given}'s rules on this "
+            f"start-up (the settings the log states, {given}'s defaults for the rest), so a difference is the "
+            f"upgrade's effect as modelled, not a mismatch; drop --engine-version to check the log against its own "
+            f"release")
 
 
 def diagnose_file(path: str | Path, **options: Any) -> DoctorReport:

@@ -8,7 +8,7 @@ from kvledger.analyses.doctor.context import DoctorContext
 from kvledger.analyses.doctor.types import ComparisonRow
 from kvledger.units import GiB
 
-__all__ = ["MEMORY_TOLERANCE", "computed_requested", "memory_miss", "memory_only", "skipped_why"]
+__all__ = ["MEMORY_TOLERANCE", "computed_requested", "forecast_versions", "memory_miss", "memory_only", "skipped_why"]
 
 #: how far the ledger's available KV memory may miss the log's before doctor says so: the 2% its memory plan is
 #: validated to on real start-ups (docs/validation.md §1.2)
@@ -16,11 +16,29 @@ MEMORY_TOLERANCE = 0.02
 _NOT_TERMS = ("available KV memory", "non-KV total", "requested = total × utilization", "device total")
 
 
-def memory_miss(rows: list[ComparisonRow], gpu_known: bool) -> str | None:
+def forecast_versions(ctx: DoctorContext) -> tuple[str, str] | None:
+    """(the release --engine-version named, the release the log printed) where they differ: the ledger is then a
+    forecast of another release on this start-up, not a check of it; None otherwise."""
+    from kvledger.accounting.vllm_rules import parse_version, version_tuple
+
+    log, given = ctx.log, ctx.settings.get("engine_version")
+    if not given or not str(ctx.sources.get("engine_version", "")).startswith("--engine-version"):
+        return None
+    if not log.version or not log.version_source.startswith("printed"):
+        return None
+    return None if parse_version(given) == version_tuple(log.version) else (given, log.version)
+
+
+def memory_miss(rows: list[ComparisonRow], gpu_known: bool, ctx: DoctorContext | None = None) -> str | None:
     """The ledger's own available KV memory against the log's where it misses by more than ``MEMORY_TOLERANCE``: the
     miss, the term that differs most and, when that is non-torch memory planned for a generic GPU (no --gpu and none
-    the log names), that it was; None within it."""
+    the log names), that it was; None within it. With ``ctx`` naming another release than the log printed
+    (``forecast_versions``), the ledger applies another
+    release than the log's, so the difference, any size, is said as that release's forecast, not a miss."""
     kv = next((r for r in rows if r.term == "available KV memory" and r.difference is not None), None)
+    forecast = forecast_versions(ctx) if ctx is not None else None
+    if forecast is not None and kv is not None and kv.log_value:
+        return _forecast(rows, kv, *forecast)
     if kv is None or not kv.log_value or abs(kv.difference) <= MEMORY_TOLERANCE * kv.log_value:
         return None
     terms = [r for r in rows if r.unit == "B" and r.difference is not None and r.term not in _NOT_TERMS]
@@ -76,3 +94,17 @@ def skipped_why(ctx: DoctorContext) -> str:
     """Why no start-up row could be compared with the ledger, and what to pass: the model and GPU sources say both."""
     why = [src for known, src in ((ctx.model, ctx.model_source), (ctx.gpu, ctx.gpu_source)) if known is None]
     return "; ".join(why) or "the ledger has no figure for these settings (--verbose: the notes say why)"
+
+
+def _forecast(rows: list[ComparisonRow], kv: ComparisonRow, given: str, logged: str) -> str:
+    """``memory_miss`` where the ledger applies ``given``'s rules to a ``logged`` start-up: a forecast, each term that
+    moved by more than 0.05 GiB named with both releases' figures."""
+    moved = [r for r in rows if r.unit == "B" and r.difference is not None and r.term not in _NOT_TERMS
+             and abs(r.difference) > 0.05 * GiB]
+    terms = "; ".join(f"{r.term} {r.ledger_value / GiB:.2f} GiB under {given} against {r.log_value / GiB:.2f} GiB "
+                      f"logged" for r in sorted(moved, key=lambda r: -abs(r.difference))[:3])
+    return (f"forecast, not a mismatch: {given}'s rules on this start-up give {kv.ledger_value / GiB:.2f} GiB of KV "
+            f"memory against the {logged} log's {kv.log_value / GiB:.2f} GiB ({kv.difference / GiB:+.2f} GiB, "
+            f"{kv.difference / kv.log_value:+.1%}); the log's figures are {logged}'s own, and the "
+            f"{MEMORY_TOLERANCE:.0%} the memory plan is validated to holds against a log's own release"
+            + (f" (moved: {terms})" if terms else ""))
