@@ -54,3 +54,12 @@ def test_async_scheduling_off_for_the_v1_runner_under_pp_on_033():
     assert d["resolved_from"]["async_scheduling"]["value"] is False
     d = cli_json("plan", MODEL, "--gpu", "H100", "--engine-version", "0.33.0", "--pp", "2")  # V2: stays on
     assert d["resolved_from"]["async_scheduling"]["value"] is True
+
+
+def test_other_engines_resolve_their_memory_fraction_only():
+    # TensorRT-LLM: KvCacheConfig.free_gpu_memory_fraction defaults to 0.9 (plan_other.trtllm_plan); prefix caching
+    # and the runner are vLLM's settings, left as given (null)
+    d = cli_json("plan", MODEL, "--gpu", "H100", "--engine", "trtllm")
+    assert d["resolved_from"] == {"free_gpu_memory_fraction": {
+        "value": 0.9, "source": "free_gpu_memory_fraction 0.9 (default) of memory free after the dry run"}}
+    assert d["settings"]["enable_prefix_caching"] is None

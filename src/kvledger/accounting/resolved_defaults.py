@@ -62,7 +62,8 @@ def resolved_from(plan: Any) -> dict[str, dict[str, Any]]:
     s, g, m = plan.settings, plan.given or plan.settings, plan.memory
     out: dict[str, dict[str, Any]] = {}
     if m.engine != "vllm" and m.fraction_name and getattr(g, m.fraction_name, None) is None:
-        out[m.fraction_name] = {"value": m.fraction, "source": m.requested_source or f"{m.engine} default"}
+        said = next((n for n in m.notes if n.startswith(f"{m.fraction_name} ")), f"{m.engine}'s default")
+        out[m.fraction_name] = {"value": m.fraction, "source": m.requested_source or said}
     if m.engine != "vllm":
         return out
     ver = R.parse_version(s.engine_version or R.LATEST)
