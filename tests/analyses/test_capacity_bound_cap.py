@@ -50,14 +50,16 @@ def test_cost_sizes_on_the_bound_where_a_short_probe_overshoots_it():
     cs = d["simulation"]["capacity_search"]
     assert cs["slo_capacity_req_per_s"] == 12  # the capacity found, kept as found
     assert cs["sized_on_req_per_s"] == cs["capacity_bound_req_per_s"] == pytest.approx(BOUND, rel=2 * SHADE + 1e-12)
-    assert d["capacity"]["slo_capacity_req_per_s"] == cs["sized_on_req_per_s"]  # what the ledger sizes and prices on
+    # cost's capacity: the SLO capacity as found, beside the bound that caps it, which the ledger sizes and prices on
+    assert d["capacity"]["slo_capacity_req_per_s"] == 12
+    assert d["capacity"]["sized_on_req_per_s"] == d["capacity"]["sizing_req_per_s"] == cs["sized_on_req_per_s"]
     assert cs["error_band"]["value"] == cs["sized_on_req_per_s"]
     # 3B tokens a month ÷ 1,001 tokens per request = 2,997,003 requests ÷ (730 × 3600 s) = 1.1404 req/s offered:
     # ⌈1.1404 ÷ (6.047 × 0.8)⌉ = 1 replica at 1.1404 ÷ 6.047 = 18.86% (at 12 req/s it read 9.5%)
     rate = 3e9 / 1001 / (730 * 3600)
     dec = d["decision"]
     assert dec["replicas"] == 1 and dec["realized_utilization"] == pytest.approx(rate / BOUND, rel=1e-8)
-    assert "(6.047 req/s SLO capacity × 80%)" in dec["sizing"]
+    assert "(6.047 req/s capacity bound (below the 12 req/s SLO capacity found) × 80%)" in dec["sizing"]
     note = next(n for n in cs["notes"] if n.startswith("sized on "))
     assert "sized on 6.047 req/s, the capacity bound, not on the 12 req/s SLO capacity found" in note
     assert "more --num-requests gives a longer probe" in note
@@ -82,16 +84,18 @@ def test_the_printed_cost_says_so():
 
 def test_nothing_changes_where_the_bound_does_not_bind(monkeypatch):
     # ttft ≤ 500 ms: the search finds 3.90625 req/s, below the same 6.047 req/s bound: the JSON is the one without any
-    # bound (byte for byte), sized on what was found
+    # bound (byte for byte) but for the bound itself, sized on what was found
     d = _cost("ttft=500ms")
     cs = d["simulation"]["capacity_search"]
     assert cs["slo_capacity_req_per_s"] == 3.90625 < BOUND
-    assert cs["sized_on_req_per_s"] is None and cs["capacity_bound_req_per_s"] is None  # there, null: B does not bind
-    assert d["capacity"]["slo_capacity_req_per_s"] == 3.90625
+    assert cs["sized_on_req_per_s"] is None and d["capacity"]["sized_on_req_per_s"] is None  # null: B does not bind
+    assert cs["capacity_bound_req_per_s"] == pytest.approx(BOUND, rel=2 * SHADE + 1e-12)  # the bound, said anyway
+    assert d["capacity"]["slo_capacity_req_per_s"] == d["capacity"]["sizing_req_per_s"] == 3.90625
     assert not any(n.startswith("sized on ") for n in cs["notes"])
     import kvledger.analyses.serving.sim_capacity as sc
 
     monkeypatch.setattr(sc, "capacity_bound_req_per_s", lambda *a: None)
+    cs["capacity_bound_req_per_s"] = None  # no bound proven: null, and nothing else differs
     assert _cost("ttft=500ms") == d
 
 

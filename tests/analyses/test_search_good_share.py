@@ -42,7 +42,7 @@ def test_search_prices_good_tokens_at_the_boundary_attainment():
     c, cost = w["capacity"], w["cost"]
     # boundary 6.6875 req/s at 91.3 % (the measured goodput 5.948 good req/s would be a share of 0.889)
     assert (c["slo_capacity_req_per_s"], c["attainment"]) == (6.6875, 0.913)
-    assert "at_volume_load" not in c
+    assert c["at_volume_load"] is None
     # USD per 1M input tokens = GPUs × $/GPU-h × 1e6 ÷ (3600 × u × good input tok/s) × prefill share, the good input
     # tok/s = 6.6875 × 0.913 × (input tokens per good request, 6294.28 ÷ 5.9485)
     good_in = 6.6875 * 0.913 * c["goodput_input_tok_per_s"] / c["goodput_at_boundary_req_per_s"]

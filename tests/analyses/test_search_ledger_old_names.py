@@ -21,10 +21,10 @@ def test_an_older_ledgers_capacity_resumes_under_its_current_name(tmp_path):
     assert got["a"]["offload"] == {"base_slo_capacity_req_per_s": 12.0}
 
 
-def test_an_older_ledgers_sizing_resumes_under_costs_names_and_its_bound_keeps_its_own(tmp_path):
+def test_an_older_ledgers_sizing_and_bound_resume_under_costs_names(tmp_path):
     # sizing.capacity_req_per_s was cost's capacity.sizing_req_per_s and sizing.monthly_usd cost's rental_usd_per_month
     # (the rented replicas on whole instances + their KV tiers, no people); bounds.capacity_req_per_s, the capacity's
-    # upper bound, is another quantity and keeps its name
+    # upper bound, another quantity, is goodput's and cost's capacity_bound_req_per_s
     header = {"format": LEDGER_FORMAT, "spec": {"model": "m"}, "candidates": ["a"]}
     band = {"capacity_multiplier": 0.8, "slo_capacity_req_per_s": 14.8, "replicas": 3, "monthly_usd": 5891.1}
     old = {"id": "a", "status": "feasible", "bounds": {"capacity_req_per_s": 26.3},
@@ -33,7 +33,7 @@ def test_an_older_ledgers_sizing_resumes_under_costs_names_and_its_bound_keeps_i
     path = tmp_path / "ledger.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in (header, old)))
     got = resumable_entries(path, header)["a"]
-    assert got["bounds"] == {"capacity_req_per_s": 26.3}
+    assert got["bounds"] == {"capacity_bound_req_per_s": 26.3}
     assert list(got["sizing"].items()) == [("rate_req_per_s", 30.0), ("sizing_req_per_s", 18.5), ("replicas", 2),
                                            ("rental_usd_per_month", 3927.4), ("at_band_low", {
                                                "capacity_multiplier": 0.8, "slo_capacity_req_per_s": 14.8,
@@ -53,5 +53,21 @@ def test_an_older_ledgers_capacity_gets_the_sized_rate_keys_as_null_where_it_lef
     got = resumable_entries(path, header)["a"]["capacity"]
     assert list(got.items()) == [("slo_capacity_req_per_s", 18.5), ("attainment", 0.956), ("sized_on_req_per_s", None),
                                  ("attainment_at_sized_rate", None), ("goodput_at_boundary_req_per_s", 16.9),
-                                 ("sustained_good_req_per_s_at_boundary", None), ("goodput_req_per_s", 17.686),
-                                 ("goodput_at_sized_rate_req_per_s", None), ("goodput_output_tok_per_s", 4000.0)]
+                                 ("sustained_good_req_per_s_at_boundary", None), ("at_volume_load", None),
+                                 ("goodput_req_per_s", 17.686), ("goodput_at_sized_rate_req_per_s", None),
+                                 ("goodput_output_tok_per_s", 4000.0)]
+
+
+def test_a_ledger_with_the_sized_keys_but_no_volume_load_gets_it_as_null(tmp_path):
+    # written after the sized-rate keys were always there but before at_volume_load was (no load priced: left out):
+    # null where a fresh run writes it, before goodput_req_per_s; nothing else moves
+    header = {"format": LEDGER_FORMAT, "spec": {"model": "m"}, "candidates": ["a"]}
+    cap = {"slo_capacity_req_per_s": 18.5, "attainment": 0.956, "sized_on_req_per_s": None,
+           "sustained_good_req_per_s_at_boundary": None, "goodput_req_per_s": 17.686}
+    path = tmp_path / "ledger.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in (header, {"id": "a", "status": "feasible",
+                                                                    "capacity": cap})))
+    got = resumable_entries(path, header)["a"]["capacity"]
+    assert list(got) == ["slo_capacity_req_per_s", "attainment", "sized_on_req_per_s",
+                         "sustained_good_req_per_s_at_boundary", "at_volume_load", "goodput_req_per_s"]
+    assert got["at_volume_load"] is None and got["goodput_req_per_s"] == 17.686

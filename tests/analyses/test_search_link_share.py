@@ -107,7 +107,7 @@ def test_a_search_prices_its_candidates_and_bounds_with_the_share_and_says_so():
     saved = 1 / b["bounds"]["tok_per_s_per_user"] - 1 / g["bounds"]["tok_per_s_per_user"]
     assert saved == pytest.approx(ONE_TOKEN_STEP_SAVED_S, rel=1e-5)
     # faster all-reduces: a higher capacity bound and simulated capacity, colocated and disaggregated
-    assert g["bounds"]["capacity_req_per_s"] > b["bounds"]["capacity_req_per_s"]
+    assert g["bounds"]["capacity_bound_req_per_s"] > b["bounds"]["capacity_bound_req_per_s"]
     assert g["capacity"]["slo_capacity_req_per_s"] > b["capacity"]["slo_capacity_req_per_s"]
     assert _entry(given, DISAGG)["capacity"]["slo_capacity_req_per_s"] > \
         _entry(base, DISAGG)["capacity"]["slo_capacity_req_per_s"]

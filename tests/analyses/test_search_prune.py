@@ -75,9 +75,9 @@ def test_every_simulated_figure_lies_within_its_bounds(pair):
         if e["status"] != "feasible" or b is None:
             continue
         cap = e["capacity"]
-        assert cap["goodput_req_per_s"] <= b["capacity_req_per_s"]
+        assert cap["goodput_req_per_s"] <= b["capacity_bound_req_per_s"]
         if e.get("sizing"):  # the offered req/s the sizing divides by: the SLO capacity, capped at the bound (prune)
-            assert e["sizing"]["sizing_req_per_s"] == min(cap["slo_capacity_req_per_s"], b["capacity_req_per_s"])
+            assert e["sizing"]["sizing_req_per_s"] == min(cap["slo_capacity_req_per_s"], b["capacity_bound_req_per_s"])
         assert cap["tok_per_s_per_user"] <= b["tok_per_s_per_user"]
         for p in cap["operating_points"]:
             assert p["tok_per_s_per_user"] <= b["tok_per_s_per_user"]
@@ -163,7 +163,7 @@ def test_key_lower_bound_by_hand():
     # capacity ≤ 2.5 req/s, 0.8 max utilization, 3 req/s to serve: replicas ≥ ⌈3 / (2.5 × 0.8)⌉ = ⌈1.5⌉ = 2;
     # 2 replicas × 2 GPUs × $3/GPU-h × 730 h = $8,760 a month; at capacity 2 × 3 × 1000 / (3600 × 2.5) = $0.6667 / 1k
     spec = SearchSpec(model="meta-llama/Llama-3.1-8B", slo="ttft=1s", rate_req_per_s=3.0)
-    entry = {"bounds": {"capacity_req_per_s": 2.5}, "num_gpus_per_unit": 2, "price": {"usd_per_gpu_hour": 3.0}}
+    entry = {"bounds": {"capacity_bound_req_per_s": 2.5}, "num_gpus_per_unit": 2, "price": {"usd_per_gpu_hour": 3.0}}
     monthly, at_cap = key_lower(spec, entry, 3.0)
     assert monthly == pytest.approx(8760.0) and at_cap == pytest.approx(2 * 3 * 1000 / (3600 * 2.5))
 

@@ -52,7 +52,7 @@ def test_the_sized_keys_are_null_where_the_bound_does_not_bind(cli_json):
     entry = next(e for e in cli_json("search", *case, "--tp", "1", "--workers", "1")["candidates"]
                  if e["status"] == "feasible")
     cap = entry["capacity"]
-    assert cap["slo_capacity_req_per_s"] < entry["bounds"]["capacity_req_per_s"]
+    assert cap["slo_capacity_req_per_s"] < entry["bounds"]["capacity_bound_req_per_s"]
     assert [cap[k] for k in ("sized_on_req_per_s", "attainment_at_sized_rate", "goodput_at_sized_rate_req_per_s")] \
         == [None] * 3
     # the good req/s sustained at the rate found is then goodput_req_per_s itself: not said twice under two names

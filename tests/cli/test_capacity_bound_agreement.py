@@ -41,7 +41,8 @@ def test_the_three_commands_size_on_the_same_bound(bound):
         cand["slo_capacity_req_per_s"] == FOUND
     assert gp["sized_on_req_per_s"] == gp["capacity_bound_req_per_s"] == bound
     assert cost["simulation"]["capacity_search"]["sized_on_req_per_s"] == bound
-    assert cost["capacity"]["slo_capacity_req_per_s"] == bound
+    assert cost["capacity"]["sized_on_req_per_s"] == cost["capacity"]["sizing_req_per_s"] == bound
+    assert cost["capacity"]["slo_capacity_req_per_s"] == FOUND  # one name, one value: the rate the search found
     assert cand["sized_on_req_per_s"] == bound
     # one band of the rate sized on in the three: goodput's sized_error_band, cost's and search's error_band
     ends = [(b["value"], b["low"], b["high"]) for b in (whole["sized_error_band"], cand["error_band"],
@@ -63,7 +64,7 @@ def test_the_three_commands_say_the_bound_in_the_same_words(bound):
     assert "what cost prices" not in gp  # cost prices the run at the bound, not 17.46
     note = cost[cost.index("warning: " + said):].split(" warning: ")[0]
     assert note.endswith("(more --num-requests gives a longer probe)") and note in gp  # the same warning, verbatim
-    assert "(17.08 req/s SLO capacity × 80%)" in cost
+    assert "(17.08 req/s capacity bound (below the 18 req/s SLO capacity found) × 80%)" in cost
     # then the band of the rate sized on, as cost bands it: the saturation throughput's around 17.0764 req/s,
     # ÷ (1 + q90) and ÷ (1 + q10) = 17.0764 ÷ 1.22343 = 13.96 and 17.0764 ÷ 0.90586 = 18.85 (the uncalibrated regime's
     # errors, tests/report/test_capacity_band.py)
@@ -78,9 +79,12 @@ def test_the_three_commands_say_the_bound_in_the_same_words(bound):
 
 def test_goodput_says_nothing_of_a_bound_that_does_not_bind():
     # 2,000-request probes (the default) are long enough: the capacity found is below the bound, so goodput prices
-    # as cost does, at the rate found: both keys null (always there, a stable schema), no warning
+    # as cost does, at the rate found: sized_on_req_per_s null (always there, a stable schema), no warning; the bound
+    # itself is said (capacity_bound_req_per_s, work_bounds' for these 2,000 requests), above the boundary
     gp = cli_json("goodput", "--simulate", MODEL, "--gpu", "H100", "--prompt-lengths", "uniform:1600:2100",
                "--output-lengths", "uniform:100:300", "--slo", "ttft=500ms,tpot=50ms", "--target", "0.9")
     b = gp["boundary"]
-    assert b["sized_on_req_per_s"] is None and b["capacity_bound_req_per_s"] is None
+    assert b["sized_on_req_per_s"] is None
+    assert b["capacity_bound_req_per_s"] == pytest.approx(17.1608, rel=1e-4)
+    assert b["capacity_bound_req_per_s"] > b["boundary_value"]
     assert not any(n.startswith("sized on ") for n in gp["notes"])

@@ -148,7 +148,7 @@ def test_a_target_near_what_light_load_attains_is_warned_about():
               "--slo", "ttft=200ms,tpot=50ms", "--target", "0.9", "--json")
     c = json.loads(out)["attainment_ceiling"]
     assert (c["lowest_rate_req_per_s"], c["attainment_at_lowest"], c["good_at_lowest"]) == (0.125, 0.9295, 1859)
-    assert c["capacity_req_per_s"] == 0.21484375 and c["missed_at_lowest"] == {"ttft": 136, "tpot": 7}
+    assert c["slo_capacity_req_per_s"] == 0.21484375 and c["missed_at_lowest"] == {"ttft": 136, "tpot": 7}
     # 584 of the first 2,000 requests' 1,999 gaps are under 1 % of the mean gap: bursts, kept by rescaling the rate
     assert (c["burst_gaps"], c["num_gaps"]) == (584, 1999)
     out = _ok("goodput", "--simulate", MODEL, "--gpu", "H100", "--trace", "azure-code",
@@ -171,7 +171,7 @@ def test_no_ceiling_warning_where_light_load_clears_the_target():
     out = _ok("goodput", "--simulate", MODEL, "--gpu", "H100", "--num-requests", "300",
               "--slo", "ttft=200ms,tpot=50ms", "--target", "0.9", "--json")
     d = json.loads(out)
-    assert d["probes"][0]["attainment"] == 1.0 and "attainment_ceiling" not in d
+    assert d["probes"][0]["attainment"] == 1.0 and d["attainment_ceiling"] is None
 
 
 def test_no_ceiling_warning_at_a_99_percent_target_where_nothing_missed_at_light_load():
@@ -182,7 +182,7 @@ def test_no_ceiling_warning_at_a_99_percent_target_where_nothing_missed_at_light
               "--slo", "ttft=200ms,tpot=50ms", "--target", "0.99", "--json")
     d = json.loads(out)
     assert [(p["value"], p["attainment"]) for p in d["probes"][:4]] == [(1.0, 1.0), (2.0, 1.0), (4.0, 1.0), (8.0, 1.0)]
-    assert d["boundary"]["boundary_value"] == 14.875 and "attainment_ceiling" not in d
+    assert d["boundary"]["boundary_value"] == 14.875 and d["attainment_ceiling"] is None
 
 
 def test_the_ceiling_warning_is_a_capacity_warning_everywhere():

@@ -33,7 +33,7 @@ def test_a_tpot_bound_verdict_flips_inside_the_capacity_band_shown():
     # the decision is redone at the capacity band's own ends (its req/s, not the throughput band's)
     assert (dec["capacity_band_low"], dec["capacity_band_high"]) == pytest.approx((lo, hi))
     ends = dec["band_ends"]
-    assert [e["capacity_req_per_s"] for e in ends] == pytest.approx([cap["low"], cap["high"]])
+    assert [e["sizing_req_per_s"] for e in ends] == pytest.approx([cap["low"], cap["high"]])
     assert (band["capacity_low_req_per_s"], band["capacity_high_req_per_s"]) == pytest.approx((cap["low"], cap["high"]))
     # one replica, $7,300, at the capacity found; two, $14,600, at the low end (9.977 req/s × 0.8 < 8.295 req/s)
     assert (dec["replicas"], dec["self_host_usd_per_month"], dec["verdict"]) == (1, 7300.0, "self-host")
@@ -68,7 +68,7 @@ def test_a_ttft_bound_capacity_keeps_the_throughput_band_in_the_decision():
     thr = error_band(cap["regime"], "throughput")
     assert "binds there" not in cap["text"]
     assert (dec["capacity_band_low"], dec["capacity_band_high"]) == pytest.approx((thr.low, thr.high))
-    assert [e["capacity_req_per_s"] for e in dec["band_ends"]] == pytest.approx([cap["low"], cap["high"]])
+    assert [e["sizing_req_per_s"] for e in dec["band_ends"]] == pytest.approx([cap["low"], cap["high"]])
     assert dec["band_source"].startswith("measured 80% band of simulated capacity")
     assert "latency limit" not in d["error_band"]["text"]  # the throughput band's words, as before
 

@@ -47,7 +47,7 @@ def test_dp8_ep_ranked_beside_tp8_on_eight_gpus(serial):
     assert s["num_gpus"] == 8 * s["replicas"]
     assert s["rental_usd_per_month"] == pytest.approx(s["replicas"] * 50.44 * 730)
     # the lock-step bound (the ranks' work ÷ 8) stands above the capacity found: the candidate was simulated, not pruned
-    assert c["bounds"]["capacity_req_per_s"] >= c["capacity"]["goodput_req_per_s"] > 0
+    assert c["bounds"]["capacity_bound_req_per_s"] >= c["capacity"]["goodput_req_per_s"] > 0
     wide = by_id["nvidia_h200_sxm:dp8xtp8:kv-auto:ep"]
     assert wide["status"] == "rejected" and wide["num_gpus_per_unit"] == 64 and "64 GPUs" in wide["detail"]
     # DP 8 × TP 8 = 64 GPUs, wider than CoreWeave's 8-GPU instances: the reason names the ranks, not a TP group of 8

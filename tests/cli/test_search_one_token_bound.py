@@ -44,14 +44,14 @@ def test_every_output_one_token_keeps_the_capacity_bound():
     b, cap, siz = e["bounds"], e["capacity"], e["sizing"]
     assert b is not None and b["tok_per_s_per_user"] == 0.0 and b["output_tokens_mean"] == 1.0
     # 60 identical requests: k = ⌈0.9 × 60⌉ = 54 good ones take at least 54·w, so the bound is 54 ÷ (54·w) = 1/w
-    assert b["capacity_req_per_s"] == pytest.approx(1.0 / _work_s(), rel=1e-6)
-    assert b["capacity_req_per_s"] == pytest.approx(14.9152, rel=1e-4)
+    assert b["capacity_bound_req_per_s"] == pytest.approx(1.0 / _work_s(), rel=1e-6)
+    assert b["capacity_bound_req_per_s"] == pytest.approx(14.9152, rel=1e-4)
     # and output tokens/s per GPU ≤ all 60 output tokens ÷ 54·w = (60 / 54) × 14.9152 = 16.5725
-    assert b["output_tok_per_s_per_gpu"] == pytest.approx(60 / 54 * b["capacity_req_per_s"], rel=1e-9)
+    assert b["output_tok_per_s_per_gpu"] == pytest.approx(60 / 54 * b["capacity_bound_req_per_s"], rel=1e-9)
     # the probe met the target at 29.5 req/s, above the bound: sized on the bound, ⌈50 ÷ (14.9152 × 0.8)⌉ = ⌈4.19⌉ = 5
     # replicas, 5 L4s × $0.44/GPU-h × 730 h = $1,606/month
-    assert cap["slo_capacity_req_per_s"] == 29.5 and cap["sized_on_req_per_s"] == b["capacity_req_per_s"]
-    assert siz["replicas"] == math.ceil(50 / (b["capacity_req_per_s"] * 0.8)) == 5
+    assert cap["slo_capacity_req_per_s"] == 29.5 and cap["sized_on_req_per_s"] == b["capacity_bound_req_per_s"]
+    assert siz["replicas"] == math.ceil(50 / (b["capacity_bound_req_per_s"] * 0.8)) == 5
     assert siz["rental_usd_per_month"] == pytest.approx(5 * 0.44 * 730)
     text = run_cli(*SEARCH).stdout
     assert "SLO capacity 29.5 req/s per replica (29.01 good req/s there), sized on 14.92 req/s, the capacity bound" \

@@ -27,7 +27,7 @@ def _good_requests(c: dict) -> float:
     replica carries (``at_volume_load``, as cost --simulate counts them), else at the rate sized on (a disaggregated
     unit: no run at the load)."""
     cap, s = c["capacity"], c["sizing"]
-    share = cap["at_volume_load"]["attainment"] if "at_volume_load" in cap else (cap["attainment_at_sized_rate"]
+    share = cap["at_volume_load"]["attainment"] if cap["at_volume_load"] else (cap["attainment_at_sized_rate"]
                                                                                  or cap["attainment"])
     return s["rate_req_per_s"] * share * 3600 * 730
 

@@ -35,11 +35,11 @@ def test_a_tier_variant_is_sized_and_priced_on_the_bound_of_its_base(cv):
     # cv 0: the base met 119 req/s (below the bound), but the variant's bisection met 148.75 — above it: capped too.
     c = _by_id([*SHORT, "--arrival-cv", cv, "--offload", "none,cpu:64GiB"])
     base, v = c["nvidia_h100_sxm:tp1:kv-auto"], c["nvidia_h100_sxm:tp1:kv-auto:offload-cpu-64GiB"]
-    assert base["bounds"]["capacity_req_per_s"] == pytest.approx(BOUND, rel=1e-4)
+    assert base["bounds"]["capacity_bound_req_per_s"] == pytest.approx(BOUND, rel=1e-4)
     cap = v["capacity"]
-    assert cap["slo_capacity_req_per_s"] > base["bounds"]["capacity_req_per_s"]
-    assert cap["sized_on_req_per_s"] == base["bounds"]["capacity_req_per_s"]
-    assert v["sizing"]["sizing_req_per_s"] == base["bounds"]["capacity_req_per_s"]
+    assert cap["slo_capacity_req_per_s"] > base["bounds"]["capacity_bound_req_per_s"]
+    assert cap["sized_on_req_per_s"] == base["bounds"]["capacity_bound_req_per_s"]
+    assert v["sizing"]["sizing_req_per_s"] == base["bounds"]["capacity_bound_req_per_s"]
     assert any(n.startswith("sized on 119.8 req/s, the capacity bound, not on the ") for n in cap["notes"])
     # priced on the run with the tier at the bound: every request within the SLO there, 119.80 × 1.0 good req/s
     assert cap["attainment_at_sized_rate"] == 1.0

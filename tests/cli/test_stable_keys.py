@@ -66,14 +66,16 @@ def test_goodput_keeps_all_at_once_as_null_for_a_finite_rate():
 
 
 def test_cost_keeps_the_unbound_sized_rate_as_null_and_monthly_max_utilization_beside_the_api():
-    # the SLO capacity is 20 req/s and the capacity bound does not cap it (test_one_vocabulary.py's run): the four
-    # bound keys were left out; now null, as goodput --target's boundary writes them
+    # the SLO capacity is 152 req/s and the capacity bound does not cap it: the three
+    # sized-rate keys were left out; now null, as goodput --target's boundary writes them; the bound itself is said
     d = cli_json("cost", "--simulate", MODEL, "--gpu", "H100", "--prompt-lengths", "fixed:100", "--output-lengths",
                  "fixed:50", "--num-requests", "100", "--slo", "ttft=200ms,tpot=50ms", "--api", "OpenAI:gpt-4.1",
                  "--utilization", "0.5")
     cs = d["simulation"]["capacity_search"]
-    assert (cs["sized_on_req_per_s"], cs["capacity_bound_req_per_s"], cs["attainment_at_sized_rate"],
-            cs["goodput_at_sized_rate_req_per_s"]) == (None, None, None, None)
+    assert (cs["sized_on_req_per_s"], cs["attainment_at_sized_rate"], cs["goodput_at_sized_rate_req_per_s"]) == (
+        None, None, None)
+    assert cs["capacity_bound_req_per_s"] == pytest.approx(299.657, rel=1e-5)
+    assert cs["capacity_bound_req_per_s"] > cs["slo_capacity_req_per_s"] == 152  # found, below the bound
     # with a volume and an API, `monthly` left out the cap the replicas were sized under (the self-host-only report
     # had it): --max-utilization's default 0.8, the decision's own
     m = cli_json("cost", STAGES[1], "--slo", "ttft=100ms,tpot=10ms", "--gpu", "H100", "--monthly-tokens", "1B",

@@ -186,7 +186,7 @@ def test_the_decision_is_redone_at_both_ends_of_the_band():
     d = decide(CAP, SelfHostSetup(RUNPOD, 1, None, max_utilization=0.8), vol, opts, capacity_band=0.6,
                band_sides=(0.6, 0.06))
     low, high = d.band_ends
-    assert (low.capacity_multiplier, low.capacity_req_per_s, low.replicas) == pytest.approx((0.4, 4.0, 12))
+    assert (low.capacity_multiplier, low.sizing_req_per_s, low.replicas) == pytest.approx((0.4, 4.0, 12))
     assert low.realized_utilization == pytest.approx(rate / 48) and low.self_host_usd_per_month == pytest.approx(
         12 * 1963.7) and low.verdict == "API"
     assert (high.replicas, high.self_host_usd_per_month, high.verdict) == (5, pytest.approx(5 * 1963.7), "self-host")

@@ -32,11 +32,11 @@ def test_no_break_even_anywhere_is_not_promised_at_a_larger_volume():
 def test_the_good_share_has_the_digits_its_product_needs():
     # 2,190,283 requests at a good share of 2,189,188 / 2,190,283 = 0.99950006…: "× 1.000" did not give 2,189,188;
     # four decimals do (0.9995 × 2,190,283 = 2,189,187.9, within half a request)
-    cap = SimpleNamespace(load=None, slo_capacity_req_per_s=2190283.0, goodput_req_per_s=2189188.0, seed=None)
+    cap = SimpleNamespace(load=None, searched_req_per_s=2190283.0, goodput_req_per_s=2189188.0, seed=None)
     good, words = volume_good_requests(2190283.0, cap)
     assert round(good) == 2189188
     assert words.startswith("the self-hosted bill ÷ the volume's 2,189,188 good requests: 2,190,283 × 0.9995, ")
-    cap.goodput_req_per_s = 0.95 * cap.slo_capacity_req_per_s  # a share exact in 3 decimals keeps 3
+    cap.goodput_req_per_s = 0.95 * cap.searched_req_per_s  # a share exact in 3 decimals keeps 3
     assert "× 0.950, " in volume_good_requests(2190283.0, cap)[1]
 
 

@@ -31,7 +31,9 @@ def test_a_synthetic_workload_gives_cost_simulates_answer():
     h, cost = r.json()["headline"], json.loads(res.output)
     # the 300-request probes find 18 req/s; both size on the capacity bound, 17.076 req/s (work_bounds): 1 replica,
     # 1 H100 × 730 h × $2.69 + $5,000 of people = $6,963.70 a month against the API's $1,548.82
-    assert h["sizing_req_per_s"] == cost["capacity"]["slo_capacity_req_per_s"] == pytest.approx(17.0764, rel=1e-4)
+    assert h["sizing_req_per_s"] == cost["capacity"]["sizing_req_per_s"] == pytest.approx(17.0764, rel=1e-4)
+    assert cost["capacity"]["sized_on_req_per_s"] == h["sizing_req_per_s"]  # below the 18 req/s found
+    assert cost["capacity"]["slo_capacity_req_per_s"] == 18
     assert h["verdict"] == cost["verdict"] and "$6,963.70/month self-hosted" in h["verdict"]
     assert r.json()["cost"]["decision"]["replicas"] == cost["decision"]["replicas"] == 1
     # what the verdict rests on and its notes, as cost says them: the price row's confidence, the uncalibrated step

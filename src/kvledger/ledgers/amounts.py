@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["usd_text", "pct_text", "unit_noun", "units_text"]
+__all__ = ["usd_text", "pct_text", "unit_noun", "units_text", "people_as_of"]
 
 
 def _decimals(x: float, digits: int) -> int:
@@ -39,3 +39,11 @@ def unit_noun(engines: int = 1) -> str:
 def units_text(n: int, engines: int = 1) -> str:
     """``1 replica``, ``3 replicas``; of ``--replicas N`` units: ``1 deployment unit``, ``3 deployment units``."""
     return f"{n:,} {unit_noun(engines)}{'' if n == 1 else 's'}"
+
+
+def people_as_of(people_source: str) -> str:
+    """The people line's "as of": "assumption" for kvledger's default figures, "user input" for the user's, both when
+    one flag was given and the other figure is the default (``host_bill.people_cost`` writes the source)."""
+    if "default" not in people_source:
+        return "user input"
+    return "user input and assumption" if people_source.startswith("user input") else "assumption"

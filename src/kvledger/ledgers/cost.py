@@ -14,16 +14,13 @@ goodput g tokens/s, at utilization u of the billed hours:
 * a simulated run: Σ prefill-attributed step time ÷ Σ step time, each step split by the
   step-cost model's own terms (``kvledger.accounting.step_split``; the simulator sums it and
   puts it in ``metadata.extra["gpu_time_split"]``): exact for the model simulated;
-* a measured file (no step data): the occupancy split, Σ TTFT ÷ Σ E2E over the good requests
-  (mean TTFT ÷ mean E2E for aggregates), raised to the roofline floor of the run's prompts
-  (``ledgers/prefill_floor.py``) when the file names a model and GPU the catalogs know.
-  Occupancy is kept as the estimate because it is measured on the engine that ran (its real
-  prefill speed, prefix-cache hits, chunking), where the roofline must assume an efficiency;
-  but it is wall time, not GPU work: with hundreds of requests per step a prompt's chunk can
-  take most of a step while its TTFT is a few steps long, and the split then understates
-  prefill many times over (a simulated Llama-3.1-8B on H100 serving azure-conv: 0.013 by
-  occupancy against 0.43 by step attribution). The floor (FLOPs at 70 % of peak) is a bound
-  the prefills cannot beat, so it catches exactly that case.
+* a measured file (no step data): the occupancy split, Σ TTFT ÷ Σ E2E over the good requests (mean TTFT ÷ mean E2E
+  for aggregates), raised to the roofline floor of the run's prompts (``ledgers/prefill_floor.py``) when the file names
+  a model and GPU the catalogs know. Occupancy is measured on the engine that ran (its real prefill speed, prefix-cache
+  hits, chunking), where the roofline must assume an efficiency; but it is wall time, not GPU work: with hundreds of
+  requests per step a prompt's chunk can take most of a step while its TTFT is a few steps long, and the split then
+  understates prefill many times over (a simulated Llama-3.1-8B on H100 serving azure-conv: 0.013 by occupancy against
+  0.43 by step attribution). The floor (FLOPs at 70 % of peak) is a bound the prefills cannot beat, so it catches it.
 
 People cost (engineer-months at a stated monthly rate) is a fixed monthly amount for the whole deployment, as the
 monthly bill charges it once: with a volume its per-token share is people $/month ÷ the volume's good tokens per month
@@ -42,7 +39,7 @@ from typing import Any
 
 from kvledger.errors import InputError, NoAnswerError
 from kvledger.evidence.aggregate import AggregateRun
-from kvledger.ledgers.amounts import unit_noun, units_text
+from kvledger.ledgers.amounts import people_as_of, unit_noun, units_text
 from kvledger.ledgers.goodput import GoodputResult
 from kvledger.ledgers.instances import GpuRate, Packing, idle_item
 from kvledger.ledgers.items import Ledger, LineItem
@@ -110,16 +107,16 @@ class SelfHostSetup:
 class Capacity:
     """What one replica delivered in the measurement, per second of run time (good = met the SLO). Replicas are
     sized on ``slo_capacity_req_per_s``, the highest offered req/s at which the target share meets the SLO (a rate
-    search); a measured file has none and its goodput stands in (conservative). Utilization is offered load ÷ that;
-    a volume's good requests at it are its requests × ``attainment`` (the good share at the boundary; goodput ÷ SLO
-    capacity without one), and good tokens/s at utilization u are u × the good rates below — unless ``load`` holds a
-    run at the volume's load per replica (``ledgers/load_share.py``): then they are that run's. ``mix_*_tokens``:
-    mean tokens per completed request of the run (the workload's mix, which splits a monthly token volume);
-    ``seed``: the run's workload seed, where stated; ``lower_bound``: the run was under-loaded
-    (``capacity_basis.check_load``), so its goodput is the offered load, only a lower bound on the SLO capacity it
-    stands in for; ``attainment``: the share of that run's requests within the SLO where it is the SLO capacity's
-    run (None for a measured file), the good share of requests at the rate sized on (goodput ÷ that rate would count
-    the run's drain tail as failed requests)."""
+    search), or on ``capacity_bound_req_per_s`` where that bound caps it; a measured file has neither and its goodput
+    stands in (conservative). Utilization is offered load ÷ that; a volume's good requests at it are its requests ×
+    ``attainment`` (the good share at the boundary; goodput ÷ SLO capacity without one), and good tokens/s at
+    utilization u are u × the good rates below — unless ``load`` holds a run at the volume's load per replica
+    (``ledgers/load_share.py``): then they are that run's. ``mix_*_tokens``: mean tokens per completed request of the
+    run (the workload's mix, which splits a monthly token volume); ``seed``: the run's workload seed, where stated;
+    ``lower_bound``: the run was under-loaded (``capacity_basis.check_load``), so its goodput is the offered load, only
+    a lower bound on the SLO capacity it stands in for; ``attainment``: the share of the priced run's requests within
+    the SLO (None for a measured file), the good share at the rate sized on (goodput ÷ that rate would count the run's
+    drain tail as failed requests)."""
 
     goodput_req_per_s: float
     good_input_tok_per_s: float
@@ -137,6 +134,7 @@ class Capacity:
     load: LoadShare | None = None
     lower_bound: bool = False
     attainment: float | None = None
+    capacity_bound_req_per_s: float | None = None
 
     @property
     def workload_input_tokens_mean(self) -> float:  # the workload's mix: all completed requests, else the good ones
@@ -163,11 +161,18 @@ class Capacity:
         return u * self.goodput_req_per_s
 
     @property
-    def sizing_req_per_s(self) -> float:  # offered req/s a replica is sized on: the SLO capacity, else the goodput
-        return self.slo_capacity_req_per_s or self.goodput_req_per_s
+    def searched_req_per_s(self) -> float | None:  # the rate a search sized on: the bound where it caps, else the SLO
+        return self.capacity_bound_req_per_s or self.slo_capacity_req_per_s  # capacity (None without a search)
+
+    @property
+    def sizing_req_per_s(self) -> float:  # offered req/s a replica is sized on: the search's rate, else the goodput
+        return self.searched_req_per_s or self.goodput_req_per_s
 
     @property
     def sizing_words(self) -> str:  # what sizing_req_per_s is, in words with its unit
+        if self.capacity_bound_req_per_s:
+            return (f"{self.capacity_bound_req_per_s:,.4g} req/s capacity bound (below the "
+                    f"{self.slo_capacity_req_per_s:,.4g} req/s SLO capacity found)")
         if self.slo_capacity_req_per_s:
             return f"{self.slo_capacity_req_per_s:,.4g} req/s SLO capacity"
         if self.lower_bound:
@@ -185,13 +190,15 @@ class Capacity:
 
 
 def capacity_from(run: RunRecords | AggregateRun, gp: GoodputResult, prefill_share: float | None,
-                  floor: PrefillFloor | str | None = None, *, slo_capacity_req_per_s: float | None = None) -> Capacity:
+                  floor: PrefillFloor | str | None = None, *, slo_capacity_req_per_s: float | None = None,
+                  capacity_bound_req_per_s: float | None = None, lower_bound: bool = False) -> Capacity:
     """One replica's measured good token rates and the prefill share (``floor``: the roofline floor under a measured
     run's occupancy split, ``ledgers/prefill_floor.py``, or why there is none); ``slo_capacity_req_per_s``: the offered
-    rate of ``run`` when a rate search found it to be the SLO capacity (``Capacity``): then the good rates are those a
-    replica fed that rate sustains (``ledgers/sustained_rate.py``) — except for multi-turn sessions, closed loops whose
-    probe goodput the analyses layer judges itself (``session_spec.steady_goodput``, which keeps a probe's own goodput
-    where too few sessions ran to reach a steady state).
+    rate a rate search found to be the SLO capacity, ``capacity_bound_req_per_s`` the bound where it caps that (then
+    ``run``'s rate; ``Capacity``): the good rates are those a replica fed the rate sized on sustains
+    (``ledgers/sustained_rate.py``) — except for multi-turn sessions, closed loops whose probe goodput the analyses
+    layer judges itself (``session_spec.steady_goodput``, which keeps a probe's own goodput where too few sessions ran
+    to reach a steady state).
 
     Raises:
         InputError: no completed request, unknown duration, no token counts, or no way to split GPU time.
@@ -224,7 +231,8 @@ def capacity_from(run: RunRecords | AggregateRun, gp: GoodputResult, prefill_sha
     cap = Capacity(gp.goodput_req_per_s, gp.goodput_input_tok_per_s, gp.goodput_output_tok_per_s,
                    gp.throughput_input_tok_per_s or 0.0, gp.throughput_output_tok_per_s or 0.0, share, how,
                    gp.estimate, floor.to_dict() if isinstance(floor, PrefillFloor) else None, slo_capacity_req_per_s,
-                   *mix, run_seed(run), attainment=None if slo_capacity_req_per_s is None else gp.attainment)
+                   *mix, run_seed(run), None, lower_bound and not slo_capacity_req_per_s,  # (no load): a search's
+                   None if slo_capacity_req_per_s is None else gp.attainment, capacity_bound_req_per_s)  # not a bound
     sessions = isinstance(run, RunRecords) and "sessions" in (run.metadata.extra.get("workload") or {})
     return cap if sessions else at_attainment(cap, cap.attainment)  # the rates sustained at the SLO capacity
 
@@ -245,14 +253,6 @@ def _people_item(setup: SelfHostSetup, per_replica: float, share: float, kind: s
                     setup.engineer_usd_per_month, setup.people_source, people_as_of(setup.people_source),
                     f"{setup.engineer_months_per_month:g} engineer-months/month (the deployment's, charged once a "
                     f"month as in the monthly bill) over {over}, × {phase} share {share:.3f} (the GPU time's split)")
-
-
-def people_as_of(people_source: str) -> str:
-    """The people line's "as of": "assumption" for kvledger's default figures, "user input" for the user's, both when
-    one flag was given and the other figure is the default (``host_bill.people_cost`` writes the source)."""
-    if "default" not in people_source:
-        return "user input"
-    return "user input and assumption" if people_source.startswith("user input") else "assumption"
 
 
 def self_host_unit_ledgers(cap: Capacity, setup: SelfHostSetup, *, utilization: float | None = None,

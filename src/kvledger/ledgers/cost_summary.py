@@ -203,20 +203,20 @@ def _headline(decision: Decision | None, b_vol: Any, setup: SelfHostSetup, prima
 def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: SelfHostSetup, price: ApiPrice | None,
                       mix: ApiMix, factors: DecisionFactors, volume: MonthlyVolume | None = None,
                       floor: PrefillFloor | str | None = None, inputs: DecisionInputs | None = None, *,
-                      slo_capacity_req_per_s: float | None = None, load: LoadShare | None = None,
-                      lower_bound: bool = False) -> CostReport:
+                      slo_capacity_req_per_s: float | None = None, capacity_bound_req_per_s: float | None = None,
+                      load: LoadShare | None = None, lower_bound: bool = False) -> CostReport:
     """The decision for one run under the SLO its goodput was computed with: with a ``volume``, both monthly bills and
-    the verdict (``decision.decide``); always the per-token ledgers, break-even and the factors. ``price``: the API row
-    the user named (None: the rows in ``inputs.api_rows``); ``setup.utilization``: assumed, refused with a ``volume``
-    (its realized utilization is priced: ``volume.refuse_utilization_with_volume``), None without one:
+    the verdict (``decision.decide``); always the per-token ledgers, break-even and the factors. ``price``: the API
+    row the user named (None: the rows in ``inputs.api_rows``); ``setup.utilization``: assumed, refused with a
+    ``volume`` (its realized utilization is priced: ``volume.refuse_utilization_with_volume``), None without one:
     ``--max-utilization``, stated. ``floor``: the roofline floor under a measured run's prefill share.
-    ``slo_capacity_req_per_s``: the run's rate when a search found it the SLO capacity (sizes replicas: cost.Capacity).
+    ``slo_capacity_req_per_s``, ``capacity_bound_req_per_s``: a search's SLO capacity and the bound where it caps it.
     ``load``: a run of the same workload at the volume's load per replica (``ledgers/load_share.py``); it prices the
-    per-token ledgers and counts the volume's good requests. ``lower_bound``: the run was under-loaded, so its goodput
-    is only a lower bound on the capacity (``cost.Capacity``; the answer says so, and the decision's band has no upper
-    end: ``decision``). Both token volumes given: per-token ledgers, API per request, break-even at the user's split
-    (``volume.split_tokens``). Raises InputError: out-of-range inputs, an unusable run (unknown duration, no token
-    counts), or a mix the price row cannot price; NoAnswerError: no good request (``cost.capacity_from``)."""
+    per-token ledgers and counts the volume's good requests. ``lower_bound``: the run was under-loaded, so its
+    goodput is only a lower bound on the capacity (``cost.Capacity``; the answer says so, and the decision's band has
+    no upper end: ``decision``). Both token volumes given: per-token ledgers, API per request, break-even at the
+    user's split (``volume.split_tokens``). Raises InputError: out-of-range inputs, an unusable run (no duration, no
+    token counts) or a mix the price row cannot price; NoAnswerError: no good request (``cost.capacity_from``)."""
     from kvledger.ledgers.api_cost import is_upper_bound
 
     inputs = inputs or DecisionInputs()
@@ -228,8 +228,8 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     base.check()
     if inputs.buy is not None:
         inputs.buy.check()
-    cap = capacity_from(run, gp, setup.prefill_share, floor, slo_capacity_req_per_s=slo_capacity_req_per_s)
-    cap.lower_bound = lower_bound and not slo_capacity_req_per_s  # a search's SLO capacity is not the offered load
+    cap = capacity_from(run, gp, setup.prefill_share, floor, slo_capacity_req_per_s=slo_capacity_req_per_s,
+                        capacity_bound_req_per_s=capacity_bound_req_per_s, lower_bound=lower_bound)
     decision, notes, primary, util_how, setup, packing = _decide(cap, setup, base, rows, mix, volume, inputs)
     if load is not None and decision is not None:
         cap.load = load

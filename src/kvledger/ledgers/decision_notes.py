@@ -162,19 +162,20 @@ def volume_good_requests(n: float, cap: Any) -> tuple[float, str]:
         a = cap.load.attainment
         return n * a, (f"the self-hosted bill ÷ the volume's {n * a:,.0f} good requests: {n:,.0f} × {_share(n, a)}, "
                        f"the share within the SLO in {cap.load.words()}")
-    if not cap.slo_capacity_req_per_s:
+    rate = cap.searched_req_per_s  # the rate sized on (the capacity bound where it caps the SLO capacity)
+    if not rate:
         return n, f"the self-hosted bill ÷ the volume's {n:,.0f} good requests"
     seed = "" if cap.seed is None else f", seed {cap.seed}"
     a = getattr(cap, "attainment", None)
     if a is not None:
         return n * a, (f"the self-hosted bill ÷ the volume's {n * a:,.0f} good requests: {n:,.0f} × {_share(n, a)}, "
-                       f"the share within the SLO at the SLO capacity (the run at {cap.slo_capacity_req_per_s:,.4g} "
+                       f"the share within the SLO at the SLO capacity (the run at {rate:,.4g} "
                        f"req/s{seed})")
-    share = cap.goodput_req_per_s / cap.slo_capacity_req_per_s
+    share = cap.goodput_req_per_s / rate
     return n * share, (f"the self-hosted bill ÷ the volume's {n * share:,.0f} good requests: {n:,.0f} × "
                        f"{_share(n, share)}, "
                        f"the good share at the SLO capacity ({cap.goodput_req_per_s:,.4g} good req/s ÷ "
-                       f"{cap.slo_capacity_req_per_s:,.4g} req/s, the run at that rate{seed})")
+                       f"{rate:,.4g} req/s, the run at that rate{seed})")
 
 
 def effective_cost_line(sticker: dict[str, Any]) -> str:
@@ -207,7 +208,7 @@ def engines(d: Any) -> int:
 def band_end_text(e: Any, per_unit: int = 1) -> str:
     """One end of the band: ``at ×0.58 (12.2 req/s SLO capacity): 2 replicas at 62.3%, $3,927.40/month → API``
     (``per_unit`` engine replicas a unit: ``2 deployment units``)."""
-    return (f"at ×{e.capacity_multiplier:.2f} ({e.capacity_req_per_s:,.4g} req/s capacity): "
+    return (f"at ×{e.capacity_multiplier:.2f} ({e.sizing_req_per_s:,.4g} req/s capacity): "
             f"{units_text(e.replicas, per_unit)} at {pct_text(e.realized_utilization)}, "
             f"{usd_text(e.self_host_usd_per_month)}/month → {'the API' if e.verdict == 'API' else 'self-host'}")
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kvledger.jsonable import to_jsonable
-from kvledger.ledgers.amounts import pct_text, units_text
-from kvledger.ledgers.cost import HOURS_PER_MONTH, SelfHostSetup, people_as_of
+from kvledger.ledgers.amounts import pct_text, people_as_of, units_text
+from kvledger.ledgers.cost import HOURS_PER_MONTH, SelfHostSetup
 from kvledger.ledgers.host_bill import HostBill, capex_item, hosting_item, power_item
 from kvledger.ledgers.instances import GpuRate, Packing, pack
 from kvledger.ledgers.items import Ledger, LineItem
@@ -143,13 +143,13 @@ def size_volume(cap: Any, setup: SelfHostSetup, vol: Volume, *, buy: HostBill | 
 
 @dataclass(frozen=True, slots=True)
 class BandEnd:
-    """The decision redone at one end of the capacity band: the capacity multiplier k (e.g. 0.58), the SLO capacity it
-    means (offered req/s per replica; a measured file's goodput stands in), the replicas the volume then needs, their
-    realized utilization, the self-hosted bill (USD/month, the cheaper of rented and bought, people included) and the
-    verdict against the same API bill."""
+    """The decision redone at one end of the capacity band: the capacity multiplier k (e.g. 0.58), the rate a replica is
+    sized on there (k × the sizing rate, offered req/s per replica; a measured file's goodput stands in), the replicas
+    the volume then needs, their realized utilization, the self-hosted bill (USD/month, the cheaper of rented and
+    bought, people included) and the verdict against the same API bill."""
 
     capacity_multiplier: float
-    capacity_req_per_s: float
+    sizing_req_per_s: float
     replicas: int
     realized_utilization: float
     self_host_usd_per_month: float

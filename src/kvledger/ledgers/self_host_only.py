@@ -156,6 +156,7 @@ def _one_bought(setup: SelfHostSetup, inputs: Any) -> tuple[SelfHostSetup, Packi
 
 def build_self_host_report(run: Any, gp: Any, setup: SelfHostSetup, volume: MonthlyVolume | None = None,
                            floor: Any = None, inputs: Any = None, *, slo_capacity_req_per_s: float | None = None,
+                           capacity_bound_req_per_s: float | None = None,
                            load: Any = None, lower_bound: bool = False) -> SelfHostReport:
     """The self-hosted ledger of one run under its goodput's SLO, as ``build_cost_report`` takes its arguments (less
     the API row, mix and deciding factors); ``inputs``: a ``DecisionInputs`` (model, bought GPUs, people source)."""
@@ -166,8 +167,8 @@ def build_self_host_report(run: Any, gp: Any, setup: SelfHostSetup, volume: Mont
     base.check()
     if inputs.buy is not None:
         inputs.buy.check()
-    cap = capacity_from(run, gp, setup.prefill_share, floor, slo_capacity_req_per_s=slo_capacity_req_per_s)
-    cap.lower_bound = lower_bound and not slo_capacity_req_per_s
+    cap = capacity_from(run, gp, setup.prefill_share, floor, slo_capacity_req_per_s=slo_capacity_req_per_s,
+                        capacity_bound_req_per_s=capacity_bound_req_per_s, lower_bound=lower_bound)
     month = None
     if volume is not None:
         month = self_host_month(cap, base, resolve_volume(volume, cap), inputs)

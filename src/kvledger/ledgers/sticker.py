@@ -42,9 +42,9 @@ def capacity_dict(cap: Capacity) -> dict[str, Any]:
             "mean_output_tokens": cap.mean_output_tokens, "prefill_share": cap.prefill_share,
             "prefill_share_method": cap.prefill_share_method, "prefill_floor": cap.prefill_floor,
                 "estimate": cap.estimate, "slo_capacity_req_per_s": cap.slo_capacity_req_per_s,
+            "sized_on_req_per_s": cap.capacity_bound_req_per_s,  # the bound where it caps the SLO capacity, else null
             "sizing_req_per_s": cap.sizing_req_per_s, "sizing_basis": cap.sizing_words,
             "workload_input_tokens_mean": cap.workload_input_tokens_mean,
             "workload_output_tokens_mean": cap.workload_output_tokens_mean,
-            **({} if cap.load is None else {"at_volume_load": cap.load.to_dict()}),
-            **({"capacity_lower_bound": True} if cap.lower_bound else {}),
-            **({} if cap.attainment is None else {"attainment_at_sizing_rate": cap.attainment})}
+            "at_volume_load": None if cap.load is None else cap.load.to_dict(),  # null: priced at the capacity run
+            "capacity_lower_bound": cap.lower_bound, "attainment_at_sizing_rate": cap.attainment}

@@ -25,7 +25,7 @@ def at_attainment(cap: Any, attainment: float | None) -> Any:
     capacity × ``attainment`` (the share of the run's requests within the SLO), the good and the completed token rates
     scaled by the same factor (tokens per request kept); unchanged without an SLO capacity, an attainment or a
     goodput."""
-    c = cap.slo_capacity_req_per_s
+    c = cap.searched_req_per_s  # the rate sized on: the SLO capacity, or the capacity bound where it caps it
     if not c or attainment is None or not cap.goodput_req_per_s:
         return cap
     k = c * attainment / cap.goodput_req_per_s

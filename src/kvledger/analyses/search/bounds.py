@@ -33,13 +33,13 @@ __all__ = ["Bounds", "candidate_bounds", "point_skipper"]
 class Bounds:
     """Upper bounds over every rate the capacity search may probe (see the module docstring); per deployment unit.
 
-    capacity_req_per_s: SLO capacity, good req/s. output_tok_per_s_per_gpu: good output tokens/s per GPU at any load
-    meeting the target. tok_per_s_per_user: 1 ÷ median TPOT at any load. attainment: share of requests whose TTFT and
-    TPOT lower bounds are within the SLO (attainment at any rate is at most this). prompt_tokens_mean /
+    capacity_bound_req_per_s: the SLO capacity's upper bound, req/s. output_tok_per_s_per_gpu: good output tokens/s per
+    GPU at any load meeting the target. tok_per_s_per_user: 1 ÷ median TPOT at any load. attainment: share of requests
+    whose TTFT and TPOT lower bounds are within the SLO (attainment at any rate is at most this). prompt_tokens_mean /
     output_tokens_mean: the workload's means, tokens (what the sizing converts a monthly volume with).
     """
 
-    capacity_req_per_s: float
+    capacity_bound_req_per_s: float
     output_tok_per_s_per_gpu: float
     tok_per_s_per_user: float
     attainment: float

@@ -131,19 +131,14 @@ def _sized_figures(pr: Any) -> dict[str, Any]:
             "sustained_good_req_per_s_at_boundary": None if s is None else pr.boundary * pr.gp.attainment}
 
 
-def _load_figures(cap: Any) -> dict[str, Any]:
-    """``at_volume_load``: the run at the load each replica carries (``ledgers/load_share.py``) where one priced the
-    candidate, as ``cost --simulate --json`` puts it under ``capacity``; else nothing."""
-    return {} if cap.load is None else {"at_volume_load": cap.load.to_dict()}
-
-
 def capacity_figures(pr: Any, num_gpus: int, cap: Any) -> dict[str, Any]:
     from kvledger.analyses.search.capacity import operating_point
 
     rate, run, gp = pr.priced
     at = operating_point(rate, run, gp, num_gpus)
     return {"slo_capacity_req_per_s": pr.boundary, "attainment": pr.gp.attainment, **_sized_figures(pr),
-            **_load_figures(cap),
+            # the run at the load each replica carries (ledgers/load_share.py), as cost's capacity; null if none
+            "at_volume_load": None if cap.load is None else cap.load.to_dict(),
             # the good req/s priced, as cost's capacity.goodput_req_per_s (cap: ledgers/sustained_rate.py); the
             # run's own goodput (first arrival → last finish) under cost's name for it
             "goodput_req_per_s": cap.goodput_req_per_s,
@@ -228,7 +223,7 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
     try:
         slo = parse_slo(spec.slo)
         b = None if cand.disagg else entry.get("bounds")
-        bound = (b or {}).get("capacity_req_per_s")
+        bound = (b or {}).get("capacity_bound_req_per_s")
         if cand.disagg:
             pr = disagg_capacity(spec, cand, slo)
         else:
@@ -246,7 +241,8 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
             pr.sized = run_at_sized_rate(sim_args(spec, cand), spec.synthetic, slo, c)
         pr.extra.update(probed_band(spec, cand, slo, pr, c, bound is None))  # goodput's and cost's band of it
         _, run, gp = pr.priced
-        cap = capacity_from(run, gp, None, slo_capacity_req_per_s=c)  # good rates at C × attainment (not sessions)
+        cap = capacity_from(run, gp, None, slo_capacity_req_per_s=pr.boundary,  # good rates at C × attainment
+                            capacity_bound_req_per_s=None if c == pr.boundary else c)  # C: the rate sized on
         wl = pr.workload
         rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
         if rate is not None and spec.utilization is None and not cand.disagg:  # priced at the volume's load, as cost

@@ -81,16 +81,17 @@ def resumable_entries(path: Path, header: dict[str, Any]) -> dict[str, dict[str,
 _RENAMED = {"boundary_rate_req_per_s": "slo_capacity_req_per_s",
             "base_boundary_rate_req_per_s": "base_slo_capacity_req_per_s"}
 #: the same inside a ``sizing`` section (its ``at_band_low``/``at_band_high`` too) alone: the rate sized on is cost's
-#: ``capacity.sizing_req_per_s`` and the rented replicas' bill cost's ``rental_usd_per_month``, while
-#: ``bounds.capacity_req_per_s`` (the capacity's upper bound) keeps its name
-_RENAMED_IN_SIZING = {**_RENAMED, "capacity_req_per_s": "sizing_req_per_s", "monthly_usd": "rental_usd_per_month"}
+#: ``capacity.sizing_req_per_s`` and the rented replicas' bill cost's ``rental_usd_per_month``; inside ``bounds``,
+#: the capacity's upper bound is goodput's and cost's ``capacity_bound_req_per_s``
+_RENAMED_IN = {"sizing": {**_RENAMED, "capacity_req_per_s": "sizing_req_per_s", "monthly_usd": "rental_usd_per_month"},
+               "bounds": {**_RENAMED, "capacity_req_per_s": "capacity_bound_req_per_s"}}
 
 
 def _current_names(obj: Any, names: dict[str, str] = _RENAMED) -> Any:
-    """``obj`` (a ledger entry) with its keys under their current names (``_RENAMED``; ``_RENAMED_IN_SIZING`` under a
-    ``sizing`` key), nested dicts too, in order."""
+    """``obj`` (a ledger entry) with its keys under their current names (``_RENAMED``; ``_RENAMED_IN`` under a
+    ``sizing`` or ``bounds`` key), nested dicts too, in order."""
     if isinstance(obj, dict):
-        return {names.get(k, k): _current_names(v, _RENAMED_IN_SIZING if k == "sizing" else names)
+        return {names.get(k, k): _current_names(v, _RENAMED_IN.get(k, names))
                 for k, v in obj.items()}
     if isinstance(obj, list):
         return [_current_names(v, names) for v in obj]
@@ -98,12 +99,18 @@ def _current_names(obj: Any, names: dict[str, str] = _RENAMED) -> Any:
 
 
 def _with_sized_keys(entry: dict[str, Any]) -> dict[str, Any]:
-    """``entry`` with the sized-rate keys of its ``capacity`` where a ledger written before they were always there left
-    them out (the bound did not cap the rate found): null, in the places a fresh run writes them
-    (``evaluate.capacity_figures``), the run's own goodput moved beside them."""
+    """``entry`` with the sized-rate keys and ``at_volume_load`` of its ``capacity`` where a ledger written before they
+    were always there left them out (the bound did not cap the rate found; no load priced): null, in the places a fresh
+    run writes them (``evaluate.capacity_figures``), the run's own goodput moved beside them."""
     cap = entry.get("capacity")
-    if not isinstance(cap, dict) or "goodput_req_per_s" not in cap or "sized_on_req_per_s" in cap:
+    if not isinstance(cap, dict) or "goodput_req_per_s" not in cap:
         return entry
+    if "at_volume_load" not in cap:  # written before it was always there: null (no load priced), before the goodput
+        items = list(cap.items())
+        i = list(cap).index("goodput_req_per_s")
+        cap = dict([*items[:i], ("at_volume_load", None), *items[i:]])
+    if "sized_on_req_per_s" in cap:
+        return {**entry, "capacity": cap}
     out: dict[str, Any] = {}
     for k, v in cap.items():
         if k == "goodput_at_boundary_req_per_s":

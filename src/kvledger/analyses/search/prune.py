@@ -58,7 +58,7 @@ def key_lower(spec: Any, entry: dict[str, Any], rate_req_per_s: float | None) ->
     from kvledger.analyses.search.evaluate import size_for_load
     from kvledger.ledgers.cost import HOURS_PER_MONTH
 
-    cap = entry["bounds"]["capacity_req_per_s"]
+    cap = entry["bounds"]["capacity_bound_req_per_s"]
     gpus, usd_h = entry["num_gpus_per_unit"], entry["price"]["usd_per_gpu_hour"]
     at_cap = gpus * usd_h * 1000.0 / (3600.0 * cap)
     if rate_req_per_s is not None:

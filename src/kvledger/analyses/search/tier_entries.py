@@ -141,7 +141,7 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
                 "detail": "a KV tier serves prefix hits only; with prefix caching off there is nothing to load"}
     slo = parse_slo(spec.slo)
     p = TierProber.for_candidate(spec, cand, opt, slo)
-    bound = (base.get("bounds") or {}).get("capacity_req_per_s")  # no tier makes the engine compute faster
+    bound = (base.get("bounds") or {}).get("capacity_bound_req_per_s")  # no tier makes the engine compute faster
     start = (base["capacity"]["slo_capacity_req_per_s"] if feasible_base
              else min(r for r, _ in base["capacity"]["probes"]))
     try:
@@ -168,7 +168,7 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
     if c != b:  # capped: priced on the run with the tier at the bound, as the base (and cost --simulate)
         pr.sized = p.sized_run(c)
     _, run, gp = pr.priced
-    cap = capacity_from(run, gp, None, slo_capacity_req_per_s=c)
+    cap = capacity_from(run, gp, None, slo_capacity_req_per_s=b, capacity_bound_req_per_s=None if c == b else c)
     cost, sizing, price = _cost_and_sizing(spec, cand, cap, wl, (bill, tier_month), (p.sized_run, pr.priced))
     out = {**out, "status": "feasible", "workload": wl, "capacity": capacity_figures(pr, cand.num_gpus, cap),
            "cost": cost, "sizing": sizing, "price": price}

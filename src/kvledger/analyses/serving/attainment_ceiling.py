@@ -42,7 +42,7 @@ class AttainmentCeiling:
         target: the attainment target.
         lowest_rate_req_per_s: the lowest rate probed and run to its end, req/s.
         attainment_at_lowest: share of its requests within the SLO.
-        capacity_req_per_s: the capacity found, req/s.
+        slo_capacity_req_per_s: the SLO capacity found, req/s.
         missed_at_lowest: its completed requests that missed, by SLO metric (a request can miss several), count.
         failed_at_lowest: its requests that did not complete (rejected or failed), count.
         good_at_lowest: its requests within the SLO, count.
@@ -52,12 +52,12 @@ class AttainmentCeiling:
         note: the warning, in words.
     """
 
-    __json__ = ("target", "lowest_rate_req_per_s", "attainment_at_lowest", "capacity_req_per_s", "missed_at_lowest",
+    __json__ = ("target", "lowest_rate_req_per_s", "attainment_at_lowest", "slo_capacity_req_per_s", "missed_at_lowest",
                 "failed_at_lowest", "good_at_lowest", "num_requests", "burst_gaps", "num_gaps", "note")
     target: float
     lowest_rate_req_per_s: float
     attainment_at_lowest: float
-    capacity_req_per_s: float
+    slo_capacity_req_per_s: float
     missed_at_lowest: dict[str, int]
     failed_at_lowest: int
     good_at_lowest: int
@@ -108,7 +108,7 @@ def _share(x: float) -> str:
 
 def _note(c: AttainmentCeiling) -> str:
     """The warning: the attainment figures, what missed at the lowest rate, the bursts, and what to do."""
-    low, cap = c.lowest_rate_req_per_s, c.capacity_req_per_s
+    low, cap = c.lowest_rate_req_per_s, c.slo_capacity_req_per_s
     between = ", ".join(f"{v:.4g} → {a:.1%}" for v, a, _ in c.probes if low < v <= cap)
     above = [(v, a) for v, a, _ in c.probes if v > cap]
     then = between + (f"; from {above[0][0]:.4g} req/s up at most {_share(max(a for _, a in above))}" if above else "")

@@ -172,16 +172,16 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
 
         got, why = prefill_floor(run, model or run.metadata.model, gpu or run.metadata.hardware, setup.num_gpus)
         floor = got or why
-    sized = capacity.sizing_req_per_s if capacity is not None else None
+    sized = _searched(capacity)
     inputs = band_inputs(_with_mix_caveats(inputs, mix, sim), getattr(capacity, "error_band", None))  # the band shown
     build = _builder(api_price, mix, factors, inputs)
-    rep = build(run, gp, setup, volume, floor, inputs, slo_capacity_req_per_s=sized, lower_bound=lower)
+    rep = build(run, gp, setup, volume, floor, inputs, **sized, lower_bound=lower)
     if setup.utilization is None:  # priced at the volume's realized load: the good share of a run at that load
         from kvledger.analyses.serving.load_run import load_share_for
 
         load = load_share_for(capacity, rep.decision if rep.decision is not None else getattr(rep, "month", None))
         if load is not None:
-            rep = build(run, gp, setup, volume, floor, inputs, slo_capacity_req_per_s=sized, load=load,
+            rep = build(run, gp, setup, volume, floor, inputs, **sized, load=load,
                         lower_bound=lower)
     if (inputs is not None or api_price is not None) and mix is not None:  # a comparison with an API: its mix said
         from kvledger.analyses.serving.mix_notes import mix_notes
@@ -189,6 +189,13 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
         rep.notes.extend(n for n in mix_notes(mix, sim) if n not in rep.notes)
         _no_batch_api(rep, mix)
     return CostRun(rep, basis, _payload(rep, basis, sim, capacity, sweep))
+
+
+def _searched(capacity: Any) -> dict[str, Any]:
+    """The capacity search's rates for the ledger (``cost.capacity_from``): the SLO capacity found and the bound where
+    it caps that (the rate then sized on); none without a search."""
+    return {} if capacity is None else {"slo_capacity_req_per_s": capacity.rate_req_per_s,
+                                        "capacity_bound_req_per_s": capacity.binding_bound}
 
 
 def _no_batch_api(rep: Any, mix: Any) -> None:

@@ -105,8 +105,7 @@ class SimBoundary:
     Attributes:
         boundary: the bisection's result (its ``points`` include the bracketing probes).
         probes: every simulation run, in the order run, with goodput and throughput.
-        boundary_per_replica / boundary_per_gpu: the boundary ÷ replicas / ÷ GPUs (rate and
-            concurrency axes; ``max_num_seqs`` is already a per-replica setting).
+        boundary_per_replica / boundary_per_gpu: the boundary ÷ replicas / ÷ GPUs (``max_num_seqs``: per replica).
         goodput_at_boundary_req_per_s: goodput of the probe at the boundary (DistServe's per-GPU goodput ÷ GPUs).
         provenance: the simulation inputs of the first probe (the axis value varies).
         goodputs, first_run, boundary_run: each probe's goodput, the first probe's and the boundary's runs; not JSON.
@@ -138,6 +137,7 @@ class SimBoundary:
     attainment_ceiling: AttainmentCeiling | None = None  # the target near what light load attains, None: not
     idle_edge: IdleEdge | None = None  # the target within sampling noise of near-idle attainment: no capacity
     capacity_bound_req_per_s: float | None = None  # where it caps the boundary: cost's sizing (set by the caller)
+    bound_req_per_s: float | None = None  # that bound, binding or not; None where none is proven (the caller)
     sized_error_band: CapacityBand | None = None  # then the band of that rate, as cost and search band it (the caller)
     sessions_limit: dict[str, Any] | None = None  # too few sessions carried a rate that met (session_ramp), else None
 

@@ -129,13 +129,13 @@ class SimCapacity(SizedFigures):
     method: ClassVar[str] = "kvledger.analyses.serving.sim_boundary.search_sim_boundary on request_rate"
     __json__ = ("method", ("target", "search.target"), ("slo_capacity_req_per_s", "rate_req_per_s"),
                 ("attainment_at_boundary", "attainment"), ("goodput_at_boundary_req_per_s", "goodput_req_per_s"),
-                ("sized_on_req_per_s", "binding_bound"), ("capacity_bound_req_per_s", "binding_bound"),
+                ("sized_on_req_per_s", "binding_bound"), ("capacity_bound_req_per_s", "bound_req_per_s"),
                 "attainment_at_sized_rate", "goodput_at_sized_rate_req_per_s",
                 ("num_requests_per_probe", "search.num_requests_per_probe"), "error_band", "not_steady",
                 ("boundary", "search.boundary"), ("probes", "search.probes"), ("notes", "all_notes"),
                 ("attainment_ceiling", "search.attainment_ceiling"), ("rejections", "search.rejections"))
-    __json_optional__ = ("attainment_ceiling", "rejections")  # only where they have something to say; the bound's
-    # four keys (sized_on_req_per_s, …) are always there, null where the bound does not bind
+    # every key is there: attainment_ceiling and rejections null where they have nothing to say, sized_on_req_per_s, …
+    # null where the bound does not bind, capacity_bound_req_per_s where none is proven
     run: SimulatedRun
     search: SimBoundary
     rate_req_per_s: float

@@ -76,12 +76,13 @@ class BoundaryFigures:
     num_requests_per_probe: int | None
     capacity_bound_req_per_s: float | None = None
     """The deployment's capacity bound where it caps the boundary (``work_bounds``): what ``cost --simulate`` and
-    ``search`` size and price on (``sized_on_req_per_s``); None (both keys null) where it does not bind. Every key is
-    in the JSON, null where it does not apply, for a simulated search and a sweep of FILEs alike (``of_sweep``)."""
+    ``search`` size and price on (JSON ``sized_on_req_per_s``); None where it does not bind. Every key is in the
+    JSON, null where it does not apply, for a simulated search and a sweep of FILEs alike (``of_sweep``)."""
+    bound_req_per_s: float | None = None  # the bound, binding or not (JSON capacity_bound_req_per_s); None: none proven
 
     __json__ = ("**result", "boundary_per_replica", "boundary_per_gpu", "goodput_at_boundary_req_per_s",
                 "goodput_at_boundary_req_per_s_per_gpu", "sustained_good_req_per_s_at_boundary",
-                ("sized_on_req_per_s", "capacity_bound_req_per_s"), "capacity_bound_req_per_s",
+                ("sized_on_req_per_s", "capacity_bound_req_per_s"), ("capacity_bound_req_per_s", "bound_req_per_s"),
                 "num_requests_per_probe")
 
     @classmethod
@@ -113,7 +114,7 @@ class BoundaryFigures:
 
 @dataclass(frozen=True)
 class BoundaryLine:
-    """The search's last JSON line (the module docstring); ``error_band`` left out when there is none."""
+    """The search's last JSON line (the module docstring); ``error_band`` null when there is none."""
 
     boundary: BoundaryFigures
     probes: list[SimProbe]
@@ -124,22 +125,21 @@ class BoundaryLine:
     seed_boundaries: list[dict[str, Any]] | None = None
     not_steady: Any = None
     """The boundary probe's queue growth or too-short record (``queue_growth.boundary_steadiness``), as ``cost
-    --json``'s ``capacity_search.not_steady``; None (left out) when it held."""
+    --json``'s ``capacity_search.not_steady``; None (null) when it held."""
 
     attainment_ceiling: Any = None
     """``attainment_ceiling.AttainmentCeiling``: the target near what the lightest load probed attains (its note is
-    among the notes, a warning); None (left out) otherwise."""
+    among the notes, a warning); None (null) otherwise."""
     rejections: Any = None
-    """``rejections.Rejections``: the probes' requests the engine refuses (never good); None (left out): none."""
+    """``rejections.Rejections``: the probes' requests the engine refuses (never good); None (null): none."""
     idle_edge: Any = None
-    """``idle_edge.IdleEdge``: the target met only within sampling noise even near idle, so no capacity; None (left
-    out) otherwise."""
+    """``idle_edge.IdleEdge``: the target met only within sampling noise even near idle, so no capacity; None (null)
+    otherwise."""
     sized_error_band: CapacityBand | None = None
     """Where the capacity bound caps the rate found: the band of the bound, the rate ``cost --simulate`` and
-    ``search`` size on, as they band it (``capacity_bands.capacity_band``); None (left out) otherwise."""
+    ``search`` size on, as they band it (``capacity_bands.capacity_band``); None (null) otherwise."""
 
-    __json_optional__ = ("error_band", "seed_spread", "seed_boundaries", "not_steady", "attainment_ceiling",
-                         "rejections", "idle_edge", "sized_error_band")
+    # every key is there, null where it does not apply (one seed, a steady boundary, …), as cost --json writes them
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ class SimGoodputSearch:
                           for g, p in zip(sb.goodputs, sb.probes)]
         figures = BoundaryFigures(sb.boundary, sb.boundary_per_replica, sb.boundary_per_gpu,
                                   sb.goodput_at_boundary_req_per_s, sb.goodput_at_boundary_req_per_s_per_gpu,
-                                  sb.num_requests_per_probe, sb.capacity_bound_req_per_s)
+                                  sb.num_requests_per_probe, sb.capacity_bound_req_per_s, sb.bound_req_per_s)
         spread = sb.seed_spread
         return out + [BoundaryLine(figures, sb.probes, sb.provenance, sb.notes, sb.error_band, spread,
                                    None if spread is None else spread.boundaries(), self.not_steady,
@@ -224,11 +224,11 @@ def simulated_goodput_search(args: SimRequestArgs, slo: SLO, target: float, axis
 def _cap_at_bound(sb: SimBoundary, args: SimRequestArgs, synthetic: SyntheticSpec | None) -> None:
     """Where the deployment's capacity bound (``work_bounds.capacity_bound_req_per_s``) caps the rate found, as
     ``cost --simulate`` and ``search`` size on it: the bound on ``sb`` and cost's note (``work_bounds.bound_note``)
-    among its notes. The capacity found is kept as found."""
+    among its notes; the bound itself on ``sb.bound_req_per_s`` either way. The capacity found is kept as found."""
     from kvledger.analyses.serving.work_bounds import bound_note, capacity_bound_req_per_s, capped
 
     found = sb.boundary.boundary_value
-    bound = capacity_bound_req_per_s(args, synthetic, sb.target)
+    bound = sb.bound_req_per_s = capacity_bound_req_per_s(args, synthetic, sb.target)
     if bound is not None and capped(found, bound) != found:
         sb.capacity_bound_req_per_s = bound
         sb.notes.append(bound_note(bound, found))

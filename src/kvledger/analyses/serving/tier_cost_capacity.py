@@ -50,13 +50,13 @@ class TierCapacity(SizedFigures):
     method: ClassVar[str] = "kvledger.analyses.search.tier_probe.tier_capacity (search --offload's tier probe)"
     __json__ = ("method", "target", "tier_gib_per_gpu", "rule", ("slo_capacity_req_per_s", "rate_req_per_s"),
                 ("attainment_at_boundary", "attainment"), ("goodput_at_boundary_req_per_s", "goodput_req_per_s"),
-                ("sized_on_req_per_s", "binding_bound"), ("capacity_bound_req_per_s", "binding_bound"),
+                ("sized_on_req_per_s", "binding_bound"), ("capacity_bound_req_per_s", "without_tier.bound_req_per_s"),
                 "attainment_at_sized_rate", "goodput_at_sized_rate_req_per_s", "first_failing_req_per_s",
                 "lower_bound", "host_hit_tokens_at_boundary", "error_band", "tier", "probes",
                 ("without_tier", "without_tier_dict"),
                 ("notes", "all_notes"))
-    # sized_on_req_per_s, capacity_bound_req_per_s, attainment_at_sized_rate, goodput_at_sized_rate_req_per_s: always
-    # there, null where the bound does not bind (as SimCapacity writes them)
+    # sized_on_req_per_s, attainment_at_sized_rate, goodput_at_sized_rate_req_per_s: always there, null where the bound
+    # does not bind; capacity_bound_req_per_s, the bound, null where none is proven (as SimCapacity writes them)
     run: Any
     rate_req_per_s: float
     attainment: float
