@@ -109,7 +109,6 @@ def _price(r: CostRequest, p: _Priced, working: Working) -> CostOutcome:
     if said is not None:
         rep.notes.insert(0, said)
         d["notes"] = [said, *d.get("notes", [])]
-    d["seed_spread"] = None  # one seed or a measured file: null, as simulate writes it
     if isinstance(src, SimSource) and src.seeds > 1:
         spread = seed_costs(src, c.slo, r.target, working, p.capacity, d,
                             lambda cap: price(cap.priced_run.run, cap.priced_run, cap).payload)

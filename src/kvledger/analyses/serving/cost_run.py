@@ -252,6 +252,7 @@ def _payload(rep: Any, basis: CapacityBasis, sim: Any, capacity: Any, sweep: Swe
             (capacity.sizing_req_per_s, getattr(capacity, "error_band", None)) if capacity is not None else ()))
         if band is not None:
             d["error_band"], basis.error_band = band.to_dict(), band
+    d["seed_spread"] = None  # one seed (or a measured file): null, as simulate writes it; cost --seeds N fills it
     return d
 
 
