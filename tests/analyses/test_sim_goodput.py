@@ -29,7 +29,10 @@ def test_search_lines_are_one_per_probe_then_the_boundary_with_its_band_on_the_r
     last = lines[-1]
     # these short probes' capacity probe ended with its queue growing within the trace's bursts: its record follows
     # the band ("not_steady", as cost --json's capacity_search has it; left out when the probe held)
-    assert list(last) == ["boundary", "probes", "simulation", "notes", "error_band", "not_steady"]
+    assert list(last) == ["boundary", "probes", "simulation", "notes", "error_band", "seed_spread", "seed_boundaries",
+                          "not_steady", "attainment_ceiling", "rejections", "idle_edge", "sized_error_band"]
+    assert [last[k] for k in ("seed_spread", "seed_boundaries", "attainment_ceiling", "rejections", "idle_edge",
+                              "sized_error_band")] == [None] * 6  # one seed, no warning, no bound capping: null
     assert last["not_steady"]["backlog_last"] > last["not_steady"]["backlog_expected"]
     # the bisection's keys first (its boundary_per_replica replaced in place by the search's), then the figures the
     # search adds, in this order

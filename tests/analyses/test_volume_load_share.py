@@ -88,8 +88,9 @@ def test_without_a_run_at_the_load_the_volume_counts_the_share_at_the_capacity()
     # the run at the capacity: all 60 of its requests within the SLO (attainment 1.0), so all 2,997,003 are good —
     # goodput ÷ offered rate, 0.9848, would count its drain tail as failed requests
     assert c["attainment_at_sizing_rate"] == 1.0
-    cap = SimpleNamespace(load=None, seed=0, goodput_req_per_s=c["slo_capacity_req_per_s"] * SHARE_AT_CAPACITY,
-                          slo_capacity_req_per_s=c["slo_capacity_req_per_s"], attainment=c["attainment_at_sizing_rate"])
+    assert c["sized_on_req_per_s"] == c["sizing_req_per_s"] < c["slo_capacity_req_per_s"]  # the bound caps what's found
+    cap = SimpleNamespace(load=None, seed=0, goodput_req_per_s=c["sizing_req_per_s"] * SHARE_AT_CAPACITY,
+                          searched_req_per_s=c["sizing_req_per_s"], attainment=c["attainment_at_sizing_rate"])
     good, how = volume_good_requests(REQUESTS, cap)
     assert good == REQUESTS
     assert how == ("the self-hosted bill ÷ the volume's 2,997,003 good requests: 2,997,003 × 1.000, the share within "
