@@ -259,7 +259,7 @@ def test_search_sizing_at_both_ends_of_the_capacity_band_and_the_api_verdict():
     low, high = band_sizing(e, 0.58, 0.8), band_sizing(e, 1.07, 0.8)
     assert (low["replicas"], low["num_gpus"], low["rental_usd_per_month"]) == (4, 4, pytest.approx(4 * 1963.7))
     assert low["realized_utilization"] == pytest.approx(30 / (4 * 18.2 * 0.58))
-    assert (low["slo_capacity_req_per_s"], low["goodput_req_per_s"]) == pytest.approx((18.2 * 0.58, 16.0 * 0.58))
+    assert (low["sizing_req_per_s"], low["goodput_req_per_s"]) == pytest.approx((18.2 * 0.58, 16.0 * 0.58))
     assert (high["replicas"], high["rental_usd_per_month"]) == (2, pytest.approx(2 * 1963.7))
     e["sizing"].update(at_band_low=low, at_band_high=high)
     wb = api_within_band(e, 5000.0)

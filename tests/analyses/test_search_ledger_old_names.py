@@ -36,7 +36,7 @@ def test_an_older_ledgers_sizing_and_bound_resume_under_costs_names(tmp_path):
     assert got["bounds"] == {"capacity_bound_req_per_s": 26.3}
     assert list(got["sizing"].items()) == [("rate_req_per_s", 30.0), ("sizing_req_per_s", 18.5), ("replicas", 2),
                                            ("rental_usd_per_month", 3927.4), ("at_band_low", {
-                                               "capacity_multiplier": 0.8, "slo_capacity_req_per_s": 14.8,
+                                               "capacity_multiplier": 0.8, "sizing_req_per_s": 14.8,
                                                "replicas": 3, "rental_usd_per_month": 5891.1})]
 
 

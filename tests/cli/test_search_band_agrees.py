@@ -46,7 +46,7 @@ def test_search_goodput_and_cost_give_one_capacity_band():
     # sized at the band's ends as cost redoes its decision there: 8.295 / (9.977 × 0.8) → 2 replicas, at 17.33 → 1
     ends = e["sizing"]["at_band_low"], e["sizing"]["at_band_high"]
     assert [x["replicas"] for x in ends] == [2, 1]
-    assert [x["slo_capacity_req_per_s"] for x in ends] == pytest.approx([gp["low"], gp["high"]])
+    assert [x["sizing_req_per_s"] for x in ends] == pytest.approx([gp["low"], gp["high"]])
 
 
 def test_report_and_the_web_app_carry_the_same_band():

@@ -119,7 +119,7 @@ def band_sizing(e: dict[str, Any], k: float, max_utilization: float) -> dict[str
         usd = instance_usd_per_month(s, replicas)
     else:  # a ledger written before instances were billed whole: GPUs per replica × $/GPU-h × 730 h
         usd = replicas * s["rental_usd_per_month"] / s["replicas"]
-    return {"capacity_multiplier": k, "slo_capacity_req_per_s": c,
+    return {"capacity_multiplier": k, "sizing_req_per_s": c,  # k × the rate sized on, as cost's decision.band_ends
             "goodput_req_per_s": e["capacity"].get("sustained_good_req_per_s", e["capacity"]["goodput_req_per_s"]) * k,
             "replicas": replicas,
             "num_gpus": replicas * s["num_gpus"] // s["replicas"], "realized_utilization": realized,

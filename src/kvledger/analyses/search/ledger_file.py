@@ -80,16 +80,19 @@ def resumable_entries(path: Path, header: dict[str, Any]) -> dict[str, dict[str,
 #: keys a ledger written before one name per quantity across commands holds, and their names now (in place, in order)
 _RENAMED = {"boundary_rate_req_per_s": "slo_capacity_req_per_s",
             "base_boundary_rate_req_per_s": "base_slo_capacity_req_per_s"}
-#: the same inside a ``sizing`` section (its ``at_band_low``/``at_band_high`` too) alone: the rate sized on is cost's
-#: ``capacity.sizing_req_per_s`` and the rented replicas' bill cost's ``rental_usd_per_month``; inside ``bounds``,
-#: the capacity's upper bound is goodput's and cost's ``capacity_bound_req_per_s``
-_RENAMED_IN = {"sizing": {**_RENAMED, "capacity_req_per_s": "sizing_req_per_s", "monthly_usd": "rental_usd_per_month"},
+#: the same inside a ``sizing`` section alone: the rate sized on is cost's ``capacity.sizing_req_per_s`` and the rented
+#: replicas' bill cost's ``rental_usd_per_month``; in its ``at_band_low``/``at_band_high`` k × that rate (once
+#: ``slo_capacity_req_per_s``) is cost's ``decision.band_ends[].sizing_req_per_s``; inside ``bounds``, the capacity's
+#: upper bound is goodput's and cost's ``capacity_bound_req_per_s``
+_SIZING = {**_RENAMED, "capacity_req_per_s": "sizing_req_per_s", "monthly_usd": "rental_usd_per_month"}
+_BAND_END = {**_SIZING, "boundary_rate_req_per_s": "sizing_req_per_s", "slo_capacity_req_per_s": "sizing_req_per_s"}
+_RENAMED_IN = {"sizing": _SIZING, "at_band_low": _BAND_END, "at_band_high": _BAND_END,
                "bounds": {**_RENAMED, "capacity_req_per_s": "capacity_bound_req_per_s"}}
 
 
 def _current_names(obj: Any, names: dict[str, str] = _RENAMED) -> Any:
     """``obj`` (a ledger entry) with its keys under their current names (``_RENAMED``; ``_RENAMED_IN`` under a
-    ``sizing`` or ``bounds`` key), nested dicts too, in order."""
+    ``sizing``, band-end or ``bounds`` key), nested dicts too, in order."""
     if isinstance(obj, dict):
         return {names.get(k, k): _current_names(v, _RENAMED_IN.get(k, names))
                 for k, v in obj.items()}
