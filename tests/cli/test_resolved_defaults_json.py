@@ -63,3 +63,13 @@ def test_other_engines_resolve_their_memory_fraction_only():
     assert d["resolved_from"] == {"free_gpu_memory_fraction": {
         "value": 0.9, "source": "free_gpu_memory_fraction 0.9 (default) of memory free after the dry run"}}
     assert d["settings"]["enable_prefix_caching"] is None
+
+
+def test_max_num_seqs_lowered_to_a_smaller_given_budget_says_so():
+    # vLLM 0.33 engine/arg_utils.py: with max_num_seqs not given, max_num_seqs = min(max_num_seqs,
+    # max_num_batched_tokens) = min(1,024 (H100 default), 512) = 512; the source names that rule, not the batch defaults
+    d = cli_json("plan", MODEL, "--gpu", "H100", "--max-num-batched-tokens", "512")
+    r = d["resolved_from"]
+    assert "max_num_batched_tokens" not in r  # given
+    assert r["max_num_seqs"]["value"] == 512
+    assert r["max_num_seqs"]["source"].startswith("vLLM 0.33.0: min(the default, the given --max-num-batched-tokens)")

@@ -74,6 +74,9 @@ def resolved_from(plan: Any) -> dict[str, dict[str, Any]]:
         if getattr(g, name) is None:
             out[name] = {"value": getattr(m, name), "source": f"vLLM {vtxt} EngineArgs.get_batch_defaults "
                                                               f"(engine/arg_utils.py) for {plan.gpu.name}"}
+    if g.max_num_seqs is None and g.max_num_batched_tokens is not None and ver >= (0, 11, 0):
+        out["max_num_seqs"]["source"] = (f"vLLM {vtxt}: min(the default, the given --max-num-batched-tokens) "
+                                         "(engine/arg_utils.py, max_num_seqs not given)")
     pc = resolved_prefix_caching(plan)
     if pc is not None and s.enable_prefix_caching is None:
         out["enable_prefix_caching"] = {"value": pc[0], "source": pc[1]}
