@@ -112,7 +112,8 @@ def test_the_answer_names_each_rows_instances():
     from kvledger.ledgers.decision_notes import on_instances_words
 
     assert on_instances_words(pack(ONE, 9, 1)) == " on 1 8x H100 instance + 1 1x H100 instance (9 GPUs, 0 idle)"
-    assert on_instances_words(pack(ONE, 15, 1)) == " on 2 8x H100 instances (8 GPUs each, 1 idle)"
+    # 15 one-GPU replicas on ⌈15 ÷ 8⌉ = 2 8-GPU instances: 16 billed, 16 − 15 = 1 idle over both (not 1 each)
+    assert on_instances_words(pack(ONE, 15, 1)) == " on 2 8x H100 instances (8 GPUs each, 1 of the 16 idle)"
     assert on_instances_words(pack(ONE, 6, 1)) == ""  # one-GPU VMs only: nothing to say
 
 

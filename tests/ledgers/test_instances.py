@@ -46,8 +46,8 @@ def test_a_tp_replica_stays_on_one_instance():
     # 16 GPUs billed for 10 used (6 idle), 16 × $2.95 = $47.20 per hour
     p = pack(NEBIUS_H100, 5, 2)
     assert (p.instances, p.gpus, p.idle_gpus) == (2, 10, 6) and p.usd_per_hour == pytest.approx(47.2)
-    assert p.words() == ("5 replicas × 2 GPUs = 10 GPUs on 2 gpu-h100-sxm 8gpu instances (8 GPUs each, 6 idle) "
-                         "× 730 h")
+    assert p.words() == ("5 replicas × 2 GPUs = 10 GPUs on 2 gpu-h100-sxm 8gpu instances (8 GPUs each, "
+                         "6 of the 16 idle) × 730 h")
     # TP 3 does not divide 8: ⌊8 ÷ 3⌋ = 2 replicas per instance, so 5 replicas need ⌈5 ÷ 2⌉ = 3 instances (⌈15 ÷ 8⌉ =
     # 2 would split a replica across two machines): 24 GPUs billed for 15 used, 9 idle
     assert (pack(NEBIUS_H100, 5, 3).instances, pack(NEBIUS_H100, 5, 3).idle_gpus) == (3, 9)

@@ -202,14 +202,13 @@ class Packing:
         return f"{head} ({units})"
 
     def on_instances(self) -> str:
-        """`` 1 a3-highgpu-8g instance (8 GPUs, 6 idle)``, `` 2 … instances (8 GPUs each, 6 idle)``; a mix: each row's
-        instances joined by " + ", then (the GPUs billed over all of them, idle)."""
+        """`` 1 a3-highgpu-8g instance (8 GPUs, 6 idle)``, `` 2 … instances (8 GPUs each, 6 of the 16 idle)`` (idle over
+        all of them); a mix: each row's instances joined by " + ", then (the GPUs billed over all of them, idle)."""
         if self.mixed:
             return (" " + " + ".join(_kind(r, n) for r, n in self.rows)
                     + f" ({_plural(self.billed_gpus, 'GPU')}, {self.idle_gpus} idle)")
-        each = " each" if self.instances > 1 else ""
-        gpus = _plural(self.gpus_per_instance, "GPU")
-        return f" {_kind(self.rate, self.instances)} ({gpus}{each}, {self.idle_gpus} idle)"
+        idle = f" each, {self.idle_gpus} of the {self.billed_gpus}" if self.instances > 1 else f", {self.idle_gpus}"
+        return f" {_kind(self.rate, self.instances)} ({_plural(self.gpus_per_instance, 'GPU')}{idle} idle)"
 
     def choice(self) -> str:
         """Why this row (or mix): the cheapest packing of the rows considered (empty when there was one)."""
