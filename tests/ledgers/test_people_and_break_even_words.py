@@ -46,3 +46,15 @@ def test_never_breaks_even_states_rental_and_people():
     # without people the sentence names the rental alone
     bare = break_even_volume(CAP, SelfHostSetup(GpuRate.given(1000 / 730), 1, 1.0, max_utilization=0.5), 1.5)
     assert bare["reason"].startswith("a replica at 50% utilization costs $1,000/month in GPU rental alone, but its")
+
+
+def test_never_breaks_even_at_a_peak_says_where_its_utilization_comes_from():
+    # --max-utilization 80 % sized for --peak-to-mean 3: a replica averages at most 0.8 ÷ 3 = 26.67 %, so it serves
+    # 1,000 × 0.2667 = 267 requests a month, worth 267 × $1.5 = $400 on the API < R = $1,000: never breaks even.
+    # The sentence gives 26.7 % (not a bare rounded "27%") and the 80 % ÷ 3 it comes from.
+    setup = SelfHostSetup(GpuRate.given(1000 / 730), 1, 1.0, max_utilization=0.8 / 3)
+    out = break_even_volume(CAP, setup, 1.5, peak_to_mean=3.0)
+    assert out["reason"] == ("a replica at 26.7% utilization (--max-utilization 80% ÷ --peak-to-mean 3: sized for the "
+                             "peak) costs $1,000/month in GPU rental alone, but its 267 requests cost $400 on the API: "
+                             "self-hosting never breaks even")
+    assert out["peak_to_mean"] == 3.0

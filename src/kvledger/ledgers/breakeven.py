@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from kvledger.ledgers.amounts import unit_noun, units_text
+from kvledger.ledgers.amounts import pct_text, unit_noun, units_text
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup
 from kvledger.ledgers.instance_mix import slope_key
 from kvledger.ledgers.instances import pack
@@ -208,17 +208,18 @@ def break_even_utilization(cap: Capacity, setup: SelfHostSetup, api_usd_per_requ
 
 
 def _never(out: dict[str, Any], cap: Capacity, setup: SelfHostSetup, figures: tuple[float, ...]) -> dict[str, Any]:
-    """``break_even_volume`` where a replica at max utilization costs more than its requests on the API (a·c ≤ R):
-    never, or, for a capacity only bounded below, the capacity multiplier above which it would (module docstring);
-    ``figures``: (R, P, a, c)."""
+    """``break_even_volume`` where a replica at max utilization costs more than its requests on the API (a·c ≤ R): never
+    or (a capacity bounded below only) the multiplier above which it would (module docstring); figures: R, P, a, c"""
     R, P, a, c = figures
     people = (f" (plus ${P:,.0f}/month of people, ${R + P:,.0f} in all; the people line only widens the gap)"
               if P > 0 else "")
     tier = tier_usd_per_month(setup.kv_tiers, setup.num_gpus)
     rent = (f"${R:,.0f}/month in GPU rental alone" if not tier else f"${R:,.0f}/month in GPU rental and KV tier "
             f"alone (${R - tier:,.0f} GPUs + ${tier:,.0f} tier)") + _share_words(setup, R)
-    never = (f"a {_unit(setup)} at {setup.max_utilization:.0%} utilization costs {rent}{people}, but its {c:,.0f} "
-             f"requests cost ${a * c:,.0f} on the API: ")
+    peak, mu = out.get("peak_to_mean", 1.0), setup.max_utilization  # sized for a peak: mu = --max-utilization ÷ it
+    why = f" (--max-utilization {mu * peak:.0%} ÷ --peak-to-mean {peak:g}: sized for the peak)" if peak > 1 else ""
+    never = (f"a {_unit(setup)} at {pct_text(mu) if why else f'{mu:.0%}'} utilization{why} costs {rent}{people}, "
+             f"but its {c:,.0f} requests cost ${a * c:,.0f} on the API: ")
     if cap.lower_bound and a > 0:  # a capacity only bounded below: above R ÷ (a·c)× it, a·c > R (module docstring)
         k = R / (a * c)
         out.update(requests_per_month=None, capacity_multiplier=k, reason=never + (
@@ -245,7 +246,7 @@ def _power_per_request(cap: Capacity, setup: SelfHostSetup,
 
 def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: float,
                       max_replicas: int = 100_000, mix: tuple[float, float, str] | None = None,
-                      power: tuple[float, float] | None = None) -> dict[str, Any]:
+                      power: tuple[float, float] | None = None, peak_to_mean: float = 1.0) -> dict[str, Any]:
     """V*, requests per month (and tokens), above which self-hosting stays cheaper; None when it never does.
     ``mix``: (input, output tokens per request, in words) that ``api_usd_per_request`` priced and that turn V* into
     tokens (``volume.tokens_per_request``: the user's split when both token volumes were given); None: the run's.
@@ -259,10 +260,9 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
     R, P, a = replica_usd_per_month(setup), people_usd_per_month(setup), api_usd_per_request
     c = cap.sizing_req_per_s * 3600.0 * HOURS_PER_MONTH * setup.max_utilization  # offered requests a replica takes
     # per unit: one deployment unit of --replicas N engine replicas (one replica without), as R and the volume's count
-    out: dict[str, Any] = {"capacity_requests_per_month_per_unit": c, **replica_usd(setup),
-                           "people_usd_per_month": P,
+    out: dict[str, Any] = {"capacity_requests_per_month_per_unit": c, **replica_usd(setup), "people_usd_per_month": P,
                            "api_usd_per_request": a, "max_utilization": setup.max_utilization,
-                           "staircase": _steps(setup),  # n engines' rental: instances
+                           "staircase": _steps(setup), "peak_to_mean": peak_to_mean,  # n engines' rental: instances
                            "engine_replicas_per_unit": setup.engine_replicas,  # the staircase's steps per unit
                            "tier_usd_per_month_per_unit": tier_usd_per_month(setup.kv_tiers, setup.num_gpus)}
     if power is not None:

@@ -243,7 +243,7 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     u_star = break_even_utilization(cap, setup, api_req, n_vol or 1, None if decision else setup.utilization, power)
     peak = at_peak(u_star, decision, setup, inputs.peak_to_mean)
     b_vol = break_even_volume(cap, replace(setup, max_utilization=setup.max_utilization / peak), api_req, mix=per_req,
-                              power=power)
+                              power=power, peak_to_mean=peak)
     b_vol.update(peak_to_mean=peak, mean_utilization_cap=setup.max_utilization / peak,
                  api_is_upper_bound=is_upper_bound(mix, primary))  # an "at most" API: an "at least" break-even
     sticker = sticker_prices(cap, setup, sh_out, n_vol, packing, split)
