@@ -209,14 +209,14 @@ def break_even_utilization(cap: Capacity, setup: SelfHostSetup, api_usd_per_requ
 
 def _never(out: dict[str, Any], cap: Capacity, setup: SelfHostSetup, figures: tuple[float, ...]) -> dict[str, Any]:
     """``break_even_volume`` where a replica at max utilization costs more than its requests on the API (a·c ≤ R): never
-    or (a capacity bounded below only) the multiplier above which it would (module docstring); figures: R, P, a, c"""
-    R, P, a, c = figures
+    or (capacity bounded below only) the multiplier above which it will (module docstring); figures R, P, a, c, peak"""
+    R, P, a, c, peak = figures
     people = (f" (plus ${P:,.0f}/month of people, ${R + P:,.0f} in all; the people line only widens the gap)"
               if P > 0 else "")
     tier = tier_usd_per_month(setup.kv_tiers, setup.num_gpus)
     rent = (f"${R:,.0f}/month in GPU rental alone" if not tier else f"${R:,.0f}/month in GPU rental and KV tier "
             f"alone (${R - tier:,.0f} GPUs + ${tier:,.0f} tier)") + _share_words(setup, R)
-    peak, mu = out.get("peak_to_mean", 1.0), setup.max_utilization  # sized for a peak: mu = --max-utilization ÷ it
+    mu = setup.max_utilization  # sized for a peak: mu = --max-utilization ÷ --peak-to-mean
     why = f" (--max-utilization {mu * peak:.0%} ÷ --peak-to-mean {peak:g}: sized for the peak)" if peak > 1 else ""
     never = (f"a {_unit(setup)} at {pct_text(mu) if why else f'{mu:.0%}'} utilization{why} costs {rent}{people}, "
              f"but its {c:,.0f} requests cost ${a * c:,.0f} on the API: ")
@@ -262,7 +262,7 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
     # per unit: one deployment unit of --replicas N engine replicas (one replica without), as R and the volume's count
     out: dict[str, Any] = {"capacity_requests_per_month_per_unit": c, **replica_usd(setup), "people_usd_per_month": P,
                            "api_usd_per_request": a, "max_utilization": setup.max_utilization,
-                           "staircase": _steps(setup), "peak_to_mean": peak_to_mean,  # n engines' rental: instances
+                           "staircase": _steps(setup),  # n engines' rental: instances
                            "engine_replicas_per_unit": setup.engine_replicas,  # the staircase's steps per unit
                            "tier_usd_per_month_per_unit": tier_usd_per_month(setup.kv_tiers, setup.num_gpus)}
     if power is not None:
@@ -270,7 +270,7 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
             "bought GPUs: power priced at each volume's own load (unit_rental_usd_per_month at idle power + "
             f"power_usd_per_request × volume), not at the verdict's load {power[1]:.3f}"))
     if (a - pw) * c <= R:  # ⟺ a replica at max utilization, its power there, costs more than its c requests
-        return _never(out, cap, setup, (R + pw * c, P, a, c))
+        return _never(out, cap, setup, (R + pw * c, P, a, c, peak_to_mean))
     a -= pw  # what each request offered saves against the API, net of its power
     cost, W = rental_curve(setup), _overhead_usd_per_month(setup)  # the staircase read once, priced per n
     n_full = max(1, math.ceil((P + W + a * c) / (a * c - R)))  # cost(n) ≤ n·R + W: n ≥ n_full wins its whole window
