@@ -43,6 +43,19 @@ def test_cache_writes_at_input_price_and_all_discounts_together():
     assert discounts_words(plain, haiku) == "at list price (no batch share or prompt-cache rate given)"
 
 
+def test_a_cached_input_price_equal_to_input_is_no_cache_discount():
+    groq = _row("Groq:qwen/qwen3-32b")  # $0.29 input, $0.29 cached input (no prompt-cache discount), batch 50 % off
+    bill = api_ledger(groq, ApiMix(batch_share=0.5, cache_hit_rate=0.3), 1000.0, 0.0, "API", "USD per month")
+    # 1,000 Mtok × $0.29 × (1 − 0.5 × 0.5) = $217.50: the 30 % cache reads cost what input does, only the batch saves
+    assert bill.total_usd == pytest.approx(217.5)
+    assert discounts_words(bill, groq) == ("after the batch discount; its cached-input price is its input price "
+                                           "($0.29 per Mtok), so cache reads save nothing")  # was "batch and cache"
+    alone = api_ledger(groq, ApiMix(cache_hit_rate=0.3), 1000.0, 0.0, "API", "USD per month")
+    assert alone.total_usd == pytest.approx(290.0)  # 1,000 Mtok × $0.29: list price
+    assert discounts_words(alone, groq) == ("at list price; its cached-input price is its input price ($0.29 per "
+                                            "Mtok), so cache reads save nothing")
+
+
 def test_report_words_follow_the_mix():
     none = {"batch_share": 0.0, "cache_hit_rate": 0.0, "cache_write_rate": 0.0}
     # was "after batch and prompt-cache discounts" with neither given

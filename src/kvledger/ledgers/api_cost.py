@@ -158,8 +158,14 @@ def mix_words(batch: bool, reads: bool, writes: bool, price: ApiPrice | None, *,
     and cache-read discounts lower it; cache writes raise it where ``price`` bills them above input (Anthropic's 1.25×:
     the cache-write premium, with both prices) and leave it at input price otherwise. ``no_batch_api``: a batch share
     billed on demand (the row has no batch API); ``no_cached_price``: cache reads billed as ordinary input (no
-    cached-input price listed: an upper bound); each said after the rest."""
-    text = _discount_words(batch, reads, writes, price, quiet=no_batch_api or no_cached_price)
+    cached-input price listed: an upper bound); each said after the rest. A row whose cached-input price is its input
+    price (Groq's Qwen3-32B: no prompt-cache discount there) gives cache reads no discount, and says so."""
+    c = price.cached_input_usd_per_mtok if price is not None else None
+    no_saving = reads and c is not None and c >= price.input_usd_per_mtok
+    text = _discount_words(batch, reads and not no_saving, writes, price,
+                           quiet=no_batch_api or no_cached_price or no_saving)
+    if no_saving:
+        text += f"; its cached-input price is its input price (${c:g} per Mtok), so cache reads save nothing"
     if no_batch_api:
         text += "; no batch API, so the batch share is priced at the on-demand rate"
     if no_cached_price:
