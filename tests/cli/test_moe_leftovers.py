@@ -80,3 +80,16 @@ def test_search_says_which_flags_consider_two_nodes_when_one_cannot_hold_the_mod
                     *slo)
     cand = wide["candidates"][0]
     assert cand["tp"] == 16 and cand["plan"]["nnodes"] == 2 and cand["reason"] != "does not fit"
+
+
+def test_sglang_ep_size_1_is_its_default_and_plans_as_without_it():
+    # SGLang's --ep-size defaults to 1 (0.4.6 server_args.py, 0.5.23 arg_groups/fields/parallel.py): no expert
+    # parallelism, the experts TP-sliced as kvledger's SGLang plan has them; a launch line that spells it out plans the
+    # same (before: refused, exit 2). --ep-size 2 is still refused, and any --ep-size under vLLM (not its flag).
+    base = ("Qwen/Qwen3-30B-A3B", "--gpu", "H100", "--engine", "sglang", "--tp", "2")
+    with_one = cli_json("plan", *base, "--ep-size", "1")
+    without = cli_json("plan", *base)
+    assert with_one["memory"] == without["memory"] and with_one["kv"] == without["kv"]
+    assert refused("plan", *base, "--ep-size", "2").startswith("--ep-size 2: SGLang's expert parallelism")
+    assert refused("plan", "Qwen/Qwen3-30B-A3B", "--gpu", "H100", "--ep-size", "1").startswith(
+        "--ep-size 1 is SGLang's flag")

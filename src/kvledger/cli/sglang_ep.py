@@ -16,12 +16,13 @@ _NAMES = {"vllm": "vLLM", "trtllm": "TensorRT-LLM", "tensorrt-llm": "TensorRT-LL
 
 
 def refuse_sglang_ep(engine: str, tp: int, ep_size: int | None, enable_ep_moe: bool) -> None:
-    """Nothing when neither SGLang EP flag is given.
+    """Nothing when neither SGLang EP flag is given, or under SGLang ``--ep-size 1``: its default, no expert
+    parallelism (every routed expert TP-sliced, as kvledger's SGLang plan has it), as a copied launch line carries it.
 
     Raises:
         InputError: ``--ep-size`` or ``--enable-ep-moe`` under any engine, naming kvledger's equivalent.
     """
-    if ep_size is None and not enable_ep_moe:
+    if (ep_size is None or (ep_size == 1 and engine == "sglang")) and not enable_ep_moe:
         return
     from kvledger.errors import InputError
 
