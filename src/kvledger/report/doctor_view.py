@@ -86,6 +86,8 @@ def _startup(con: Any, cmp: Any) -> None:
         con.print("[bold]" + said + "[/]")
         if cmp.memory_miss:
             con.print(f"[bold yellow]{'but' if cmp.consistent else 'also'}[/] {escape(cmp.memory_miss)}")
+        if cmp.memory_forecast:
+            con.print(escape(cmp.memory_forecast))
     elif cmp.memory_only:
         con.print(f"[bold]capacity figures not checked: {escape(cmp.memory_only)}[/]")
     elif cmp.skipped:
@@ -153,12 +155,12 @@ def _refused_start(cmp: Any, max_len: str = "") -> str | None:
 
 def _available_kv(cmp: Any) -> str | None:
     """The headline memory check in one line: the log's available KV memory against the ledger's own plan, with the
-    error; None where the log prints none, or where ``memory_miss`` says it (the miss, with both figures)."""
+    error; None where the log prints none, or where ``memory_miss`` or ``memory_forecast`` says it (both figures)."""
     from kvledger.analyses.doctor.startup_verdicts import MEMORY_TOLERANCE
     from kvledger.units import GiB
 
     kv = cmp.row("available KV memory")
-    if kv is None or not kv.log_value or cmp.memory_miss:
+    if kv is None or not kv.log_value or cmp.memory_miss or cmp.memory_forecast:
         return None
     log = f"log {kv.log_value / GiB:.2f} GiB" + (f" (line {kv.log_line})" if kv.log_line else "")
     if kv.ledger_value is None or kv.difference is None:
@@ -217,6 +219,8 @@ def _brief(con: Any, rep: Any) -> None:
             con.print(f"start-up: {escape(kv)}")
         if cmp.memory_miss:
             con.print(f"start-up: [bold yellow]{'but' if cmp.consistent else 'also'}[/] {escape(cmp.memory_miss)}")
+        if cmp.memory_forecast:
+            con.print(f"start-up: {escape(cmp.memory_forecast)}")
     elif cmp.memory_only:
         con.print(f"start-up: capacity figures not checked: {escape(cmp.memory_only)}")
     elif cmp.skipped:

@@ -18,7 +18,7 @@ from kvledger.accounting.vllm_rank_print import check_printed_pool
 from kvledger.accounting.vllm_rules import era, parse_version, subtracts_cudagraphs
 from kvledger.analyses.doctor.context import DoctorContext, printed_figures
 from kvledger.analyses.doctor.log_consistency import residual_words
-from kvledger.analyses.doctor.startup_verdicts import computed_requested, memory_miss, memory_only, skipped_why
+from kvledger.analyses.doctor.startup_verdicts import computed_requested, memory_only, memory_verdicts, skipped_why
 from kvledger.analyses.doctor.types import ComparisonRow, StartupComparison
 from kvledger.units import GiB
 
@@ -292,4 +292,4 @@ def compare_startup(ctx: DoctorContext) -> StartupComparison | None:
     only = memory_only(rows) if consistent is None else None
     return StartupComparison(_settings(ctx), tuple(rows), consistent, tuple(notes),
                              skipped_why(ctx) if consistent is None and only is None else None, only,
-                             memory_miss(rows, gpu_known=ctx.gpu_known, ctx=ctx))
+                             *memory_verdicts(rows, ctx))

@@ -8,7 +8,8 @@ from kvledger.analyses.doctor.context import DoctorContext
 from kvledger.analyses.doctor.types import ComparisonRow
 from kvledger.units import GiB
 
-__all__ = ["MEMORY_TOLERANCE", "computed_requested", "forecast_versions", "memory_miss", "memory_only", "skipped_why"]
+__all__ = ["MEMORY_TOLERANCE", "computed_requested", "forecast_versions", "memory_forecast", "memory_miss",
+           "memory_only", "memory_verdicts", "skipped_why"]
 
 #: how far the ledger's available KV memory may miss the log's before doctor says so: the 2% its memory plan is
 #: validated to on real start-ups (docs/validation.md §1.2)
@@ -32,13 +33,12 @@ def forecast_versions(ctx: DoctorContext) -> tuple[str, str] | None:
 def memory_miss(rows: list[ComparisonRow], gpu_known: bool, ctx: DoctorContext | None = None) -> str | None:
     """The ledger's own available KV memory against the log's where it misses by more than ``MEMORY_TOLERANCE``: the
     miss, the term that differs most and, when that is non-torch memory planned for a generic GPU (no --gpu and none
-    the log names), that it was; None within it. With ``ctx`` naming another release than the log printed
-    (``forecast_versions``), the ledger applies another
-    release than the log's, so the difference, any size, is said as that release's forecast, not a miss."""
+    the log names), that it was; None within it. None too with ``ctx`` naming another release than the log printed
+    (``forecast_versions``): the ledger then applies another release than the log's, and the difference, any size, is
+    that release's forecast (``memory_forecast``), not a miss."""
     kv = next((r for r in rows if r.term == "available KV memory" and r.difference is not None), None)
-    forecast = forecast_versions(ctx) if ctx is not None else None
-    if forecast is not None and kv is not None and kv.log_value:
-        return _forecast(rows, kv, *forecast)
+    if ctx is not None and forecast_versions(ctx) is not None:
+        return None
     if kv is None or not kv.log_value or abs(kv.difference) <= MEMORY_TOLERANCE * kv.log_value:
         return None
     terms = [r for r in rows if r.unit == "B" and r.difference is not None and r.term not in _NOT_TERMS]
@@ -94,6 +94,19 @@ def skipped_why(ctx: DoctorContext) -> str:
     """Why no start-up row could be compared with the ledger, and what to pass: the model and GPU sources say both."""
     why = [src for known, src in ((ctx.model, ctx.model_source), (ctx.gpu, ctx.gpu_source)) if known is None]
     return "; ".join(why) or "the ledger has no figure for these settings (--verbose: the notes say why)"
+
+
+def memory_verdicts(rows: list[ComparisonRow], ctx: DoctorContext) -> tuple[str | None, str | None]:
+    """(``memory_miss``, ``memory_forecast``) for a start-up's rows: at most one of them is set."""
+    return memory_miss(rows, gpu_known=ctx.gpu_known, ctx=ctx), memory_forecast(rows, ctx)
+
+
+def memory_forecast(rows: list[ComparisonRow], ctx: DoctorContext) -> str | None:
+    """Where --engine-version names another release than the log printed (``forecast_versions``): that release's
+    available KV memory on this start-up against the log's (``_forecast``); None otherwise or without both figures."""
+    forecast = forecast_versions(ctx)
+    kv = next((r for r in rows if r.term == "available KV memory" and r.difference is not None), None)
+    return None if forecast is None or kv is None or not kv.log_value else _forecast(rows, kv, *forecast)
 
 
 def _forecast(rows: list[ComparisonRow], kv: ComparisonRow, given: str, logged: str) -> str:

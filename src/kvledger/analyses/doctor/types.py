@@ -95,7 +95,10 @@ class StartupComparison:
         memory_miss: when the ledger's own available KV memory misses the log's by more than the 2% the memory plan
             is validated to (``startup_verdicts.MEMORY_TOLERANCE``): by how much, the term that differs most, and what
             to pass; else None. The capacity checks (``consistent``) start from the log's printed KV memory, so
-            they can agree while the plan's own figure is off.
+            they can agree while the plan's own figure is off. None where --engine-version names another release
+            than the log printed: the figures are then not a check of the ledger (``memory_forecast``).
+        memory_forecast: where --engine-version names another release than the log printed, that release's available
+            KV memory on this start-up against the log's, any size, and the terms that moved; else None.
     """
 
     settings: dict[str, dict[str, Any]]
@@ -105,6 +108,7 @@ class StartupComparison:
     skipped: str | None = None
     memory_only: str | None = None
     memory_miss: str | None = None
+    memory_forecast: str | None = None
 
     def row(self, term: str) -> ComparisonRow | None:
         return next((r for r in self.rows if r.term == term), None)
