@@ -8,8 +8,9 @@ from cli_run import MODEL, run_cli
 
 from kvledger.accounting.vllm_releases import assumed_rules_note, prerelease_note
 
-# vllm_inflight.py's note for every release before 0.33 (the rule of 0.10–0.20, read in 0.19's config/vllm.py)
-INFLIGHT = "vLLM 0.10–0.20 rule: max_num_batched_tokens (0.21–0.32 not read; assumed the same)"
+# vllm_inflight.py's note from 0.26 (max_concurrent_batches, read in the 0.26–0.29 and 0.33 wheels)
+INFLIGHT = ("vLLM 0.26+ rule: 2 × max_num_batched_tokens in flight (config/vllm.py::max_concurrent_batches; V2 model "
+            "runner, PP 1: PP + 1 = 2; read in 0.26–0.29 and 0.33, 0.30–0.32 not read; assumed the same)")
 
 
 def test_a_pre_release_is_said_in_the_short_plan():
@@ -22,11 +23,11 @@ def test_a_pre_release_is_said_in_the_short_plan():
 
 
 def test_a_rule_taken_from_a_neighbour_is_counted_only_inside_its_unread_range():
-    # 0.28 is inside "0.21–0.32 not read"; 0.19 (read) and 0.33 are not
-    assert assumed_rules_note((0, 28, 0), [INFLIGHT]).startswith(
-        "vLLM 0.28.0: 1 rule of this plan was not read in this release's code")
-    assert assumed_rules_note((0, 19, 0), [INFLIGHT]) is None
-    # 0.15: the MoE note's "0.15 not read" counts, the in-flight note's 0.21–0.32 does not
+    # 0.31 is inside "0.30–0.32 not read"; 0.28 (read) and 0.33 are not
+    assert assumed_rules_note((0, 31, 0), [INFLIGHT]).startswith(
+        "vLLM 0.31.0: 1 rule of this plan was not read in this release's code")
+    assert assumed_rules_note((0, 28, 0), [INFLIGHT]) is None and assumed_rules_note((0, 33, 0), [INFLIGHT]) is None
+    # 0.15: the MoE note's "0.15 not read" counts, the in-flight note's 0.30–0.32 does not
     assert assumed_rules_note((0, 15, 0), ["FP8 MoE: 0.15 not read: 0.14.1's kept workspaces", INFLIGHT]).startswith(
         "vLLM 0.15.0: 1 rule of this plan was")
     assert assumed_rules_note((0, 30, 0), ["x (this version's not read)", INFLIGHT]).startswith(
@@ -35,7 +36,8 @@ def test_a_rule_taken_from_a_neighbour_is_counted_only_inside_its_unread_range()
 
 def test_the_short_plan_says_a_rule_was_assumed():
     # gpt-oss-20b has sliding-window layers: its plan takes the in-flight rule above
-    line = "note: vLLM 0.28.0: 1 rule of this plan was not read in this release's code"
-    assert line in run_cli("plan", "openai/gpt-oss-20b", "--gpu", "H100", "--engine-version", "0.28.0").stdout
-    assert "not read in this release" not in run_cli("plan", "openai/gpt-oss-20b", "--gpu", "H100",
-                                                     "--engine-version", "0.19.0").stdout
+    line = "note: vLLM 0.31.0: 1 rule of this plan was not read in this release's code"
+    assert line in run_cli("plan", "openai/gpt-oss-20b", "--gpu", "H100", "--engine-version", "0.31.0").stdout
+    for read in ("0.19.0", "0.28.0"):  # the in-flight rule read in both
+        assert "not read in this release" not in run_cli("plan", "openai/gpt-oss-20b", "--gpu", "H100",
+                                                         "--engine-version", read).stdout
