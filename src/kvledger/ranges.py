@@ -94,6 +94,7 @@ ATTAINMENT_TARGET = Range(0.0, 1.0, lo_open=True, unit="(share of requests withi
 #: parameter name → allowed range, for every int/float option of every command.
 OPTION_RANGES: dict[str, Range] = {
     "tp": _count(1, 1024, "GPUs"), "pp": _count(1, 1024, "pipeline stages"), "tp_size": _count(1, 1024, "GPUs"),
+    "ep_size": _count(1, 1024, "GPUs"),
     "max_running_requests": _count(1, 1 << 20, "requests"), "page_size": _count(1, 4096, "tokens"),
     "data_parallel_size": _count(1, 1024, "data-parallel ranks"), "nnodes": _count(1, 1024, "nodes"),
         "prefill_tp": _count(1, 1024, "GPUs"), "decode_tp": _count(1, 1024, "GPUs"),

@@ -190,7 +190,7 @@ def test_trtllm_engine_version_is_read_and_checked():
 
     assert trtllm_runtime(None)[0] == "pytorch" and trtllm_runtime("1.0.0")[0] == "pytorch"
     assert trtllm_runtime("0.21.0")[0] == "tensorrt" and trtllm_runtime("v0.13")[0] == "tensorrt"
-    with pytest.raises(InputError, match="not a TensorRT-LLM version"):
+    with pytest.raises(InputError, match="is not one TensorRT-LLM version"):
         trtllm_runtime("latest")
     with pytest.raises(InputError, match="not an SGLang version"):
         build_plan(LLAMA8, H100, make_settings(engine="sglang", engine_version="latest"), with_roofline=False)

@@ -76,7 +76,7 @@ def test_a_low_concurrency_under_max_num_seqs_names_it_and_lists_fixes_that_rais
                         "--max-num-seqs", "2", "--json").stdout)
     assert d["memory"]["num_gpu_blocks"] == 28_877
     assert d["advice"]["message"].endswith(
-        "only 2 run at once at max_model_len (kvledger lists fixes when fewer than 8 fit at once), the limit set by "
+        "only 2 run at once at max_model_len (under 8, kvledger lists fixes), the limit set by "
         "max_num_seqs=2 (the KV cache holds 3): each fix below raises it")
     opts = {o["action"]: o["max_requests"] for o in d["advice"]["options"]}
     assert opts["--max-num-seqs 3"] == 3 and opts["--tp 2 --max-num-seqs 7"] == 7

@@ -91,7 +91,7 @@ def test_low_concurrency_fixes_judged_by_the_decoding_figure():
     # --kv-cache-dtype fp8: 27,733 blocks → 27,732 // 2,438 = 11 while decoding (start-up 27,733 / 8,582 = 3.23x,
     # 3 requests): the fix is shown and judged by its 11, not by the start-up 3 (which is below 5).
     out = run_cli("plan", GEMMA3, "--gpu", "H100-SXM", "--max-model-len", "32768").output
-    assert ("only 5 at once at max_model_len (kvledger lists fixes when fewer than 8 fit at once)"
+    assert ("only 5 at once at max_model_len (under 8, kvledger lists fixes)"
             in " ".join(out.split()))
     assert ("--kv-cache-dtype fp8: ≈11 at once while decoding (3 concurrent 32,768-token requests at vLLM's start-up "
             "check, 3.23x)") in out

@@ -52,7 +52,7 @@ def few_words(runs: int, kv_requests: int, seqs: int, low: int) -> str:
 def _below(low: int) -> str:
     """What the threshold ``low`` is, said where it is printed: kvledger's own (``advice.LOW_CONCURRENCY``), not an
     engine's."""
-    return f"kvledger lists fixes when fewer than {low:,} fit at once"
+    return f"under {low:,}, kvledger lists fixes"
 
 
 def at_len(q: Any) -> tuple[float, int]:
