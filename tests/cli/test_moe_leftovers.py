@@ -64,6 +64,20 @@ def test_sglang_ep_size_refused_naming_kvledgers_equivalent():
     assert vllm.startswith("--enable-ep-moe is SGLang's flag") and "vLLM has no EP size" in vllm
 
 
+def test_sglang_ep_flags_refused_by_simulate_and_goodput_as_by_plan():
+    # Before: simulate and goodput (EngineFlags) had no --ep-size / --enable-ep-moe, so click's "No such option";
+    # now plan's paragraph (cli/sglang_ep.py), with "simulate" as the rerun verb and the same --tp 2.
+    sim = refused("simulate", "Qwen/Qwen3-30B-A3B", "--gpu", "H100", "--engine", "sglang", "--tp", "2",
+                  "--ep-size", "2")
+    assert sim.startswith("--ep-size 2: SGLang's expert parallelism (--ep-size in 0.5.23; 0.4.x also --enable-ep-moe")
+    assert "simulate with --engine vllm --tp 2 --enable-expert-parallel, or drop --ep-size" in sim
+    good = refused("goodput", "--simulate", "Qwen/Qwen3-30B-A3B", "--gpu", "H100", "--slo", "ttft=1s",
+                   "--engine", "sglang", "--tp", "2", "--ep-size", "2")
+    assert good == sim
+    vllm = refused("simulate", "Qwen/Qwen3-30B-A3B", "--gpu", "H100", "--enable-ep-moe")
+    assert vllm.startswith("--enable-ep-moe is SGLang's flag") and "vLLM has no EP size" in vllm
+
+
 def test_search_says_which_flags_consider_two_nodes_when_one_cannot_hold_the_model():
     # DeepSeek-V3 (FP8): 673,150,582,112 B of weights = 626.92 GiB; an H100 gives 0.92 × 85,029,027,840 B
     # (79.19 GiB) = 78,226,705,612.8 B, so the weights alone need ⌈8.605⌉ = 9 GPUs: more than one 8-GPU node, and the
