@@ -71,3 +71,29 @@ def test_a_candidate_the_engine_refuses_on_its_gpu_cannot_start_either():
     res = CliRunner().invoke(app, argv)
     out = " ".join(res.output.split())
     assert res.exit_code == 3 and "no candidate can start: 1 rejected for engine refuses to start" in out
+
+
+def test_does_not_fit_names_the_term_that_overflows_with_its_numbers():
+    # Before: "the weights alone do not fit" for every "does not fit", even where the weights fit. On an L4 (CUDA total
+    # 23,681,040,384 B = 22.05 GiB) at gpu_memory_utilization 0.7 the budget is 0.7 × 22.0547 = 15.44 GiB per GPU.
+    gib = 2**30
+
+    def entry(i, tp, weights_gib, available_gib):
+        plan = {"gpu_memory_utilization": 0.7, "weight_bytes_per_gpu": round(weights_gib * gib),
+                "available_kv_bytes": round(available_gib * gib)}
+        return {"id": f"nvidia_l4:tp{tp}:{i}", "gpu_id": "nvidia_l4", "tp": tp, "status": "rejected",
+                "reason": "does not fit", "plan": plan}
+
+    # weights 14.99 GiB fit in 15.44; available −1.05 GiB, so the need is 15.44 + 1.05 = 16.49 GiB, of which
+    # 16.49 − 14.99 = 1.50 GiB is the activation peak, non-torch memory and CUDA graphs
+    line = _no_winner_line(SimpleNamespace(entries=[entry("a", 1, 14.99, -1.05)], spec=SimpleNamespace(target=0.9)))
+    assert "the weights alone" not in line
+    assert ("the weights fit but not with the activation peak and non-torch memory (1 of them; the widest "
+            "nvidia_l4:tp1:a: weights 14.99 GiB + activation peak, non-torch memory and CUDA graphs 1.50 GiB = "
+            "16.49 GiB against gpu_memory_utilization 0.7 × 22.05 GiB = 15.44 GiB per GPU)") in line
+    # weights 20 GiB > 15.44 GiB: the weights alone (the widest of the two named, TP 2)
+    both = [entry("b", 1, 30.0, -16.0), entry("c", 2, 20.0, -6.0), entry("a", 1, 14.99, -1.05)]
+    line = _no_winner_line(SimpleNamespace(entries=both, spec=SimpleNamespace(target=0.9)))
+    assert ("more TP or bigger GPUs: the weights alone do not fit (2 of them; the widest nvidia_l4:tp2:c: weights "
+            "20.00 GiB per GPU against gpu_memory_utilization 0.7 × 22.05 GiB = 15.44 GiB per GPU)") in line
+    assert "(1 of them; the widest nvidia_l4:tp1:a" in line

@@ -121,7 +121,6 @@ def tie_line(result: Any) -> str | None:
 
 
 _MEMORY_FIXES = {"max_model_len": "lower --max-model-len (each rejection says how far), FP8 KV/weights or more TP",
-                 "does not fit": "more TP or bigger GPUs: the weights alone do not fit",
                  ENGINE_REFUSES: "a GPU or engine release that starts this setting (each rejection names what the "
                                  "engine refuses there and why: a compute capability, a KV cache dtype, a release)"}
 
@@ -137,10 +136,11 @@ def no_winner_line(result: Any, reasons_at: str = "the reasons below") -> str:
     rej = [e for e in result.entries if e["status"] not in ("feasible", "bounded")]
     groups = rejections_by_reason(rej)
     if none_can_start(result.entries):
-        from kvledger.report.search_multinode import multinode_words
+        from kvledger.report.search_multinode import multinode_words, no_fit_words
 
+        fixes = {**_MEMORY_FIXES, "does not fit": no_fit_words(rej)}  # which term overflows, with the numbers
         return ("no candidate can start: " + "; ".join(f"{g['count']} rejected for {g['reason']}" for g in groups)
-                + " (" + "; ".join(_MEMORY_FIXES[g["reason"]] for g in groups) + ")" + multinode_words(rej))
+                + " (" + "; ".join(fixes[g["reason"]] for g in groups) + ")" + multinode_words(rej))
     if rej and not any(g["reason"] in SLO_REASONS for g in groups):  # none was even held to the SLO
         first = {g["reason"]: next(e for e in rej if (e.get("reason") or e["status"]) == g["reason"]) for g in groups}
         return ("no candidate was run against the SLO: " + "; ".join(

@@ -1,6 +1,7 @@
 """The no-winner line's clause when nothing fits one node: search's TP axis stops where the caller's ``--tp`` does
 (default 1, 2, 4, 8), so a model whose weights need more GPUs than one node holds (DeepSeek-V3 on H100) gets no
-candidate unless asked for a layout across nodes; the clause says so and names the flags that ask."""
+candidate unless asked for a layout across nodes; the clause says so and names the flags that ask. And the fix for
+"does not fit" rejections: which term overflows, the weights alone or the weights with the engine's own memory."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 from kvledger.units import GiB
 
-__all__ = ["multinode_words", "nodes_for"]
+__all__ = ["multinode_words", "no_fit_words", "nodes_for"]
 
 
 def nodes_for(need: int, per_node: int) -> int:
@@ -50,3 +51,47 @@ def multinode_words(rejected: list[dict[str, Any]]) -> str:
                    f"it (no price row sells a multi-node cluster); it has no pipeline-parallel axis (kvledger plan "
                    f"--pp {k} --tp {n} checks PP {k} × TP {n})")
     return "".join(out)
+
+
+def _no_fit_kind(e: dict[str, Any]) -> tuple[bool, str] | None:
+    """(the weights alone overflow, the numbers) for a "does not fit" entry with plan figures: the budget is
+    gpu_memory_utilization × the GPU's CUDA total, the need that budget less available_kv_bytes (the deductions' sum:
+    weights, activation peak, non-torch memory, CUDA graphs); None without figures or a catalog GPU."""
+    from kvledger.catalog.gpus import get_gpu
+    from kvledger.errors import KvLedgerError
+
+    p = e.get("plan") or {}
+    if e.get("reason") != "does not fit" or p.get("weight_bytes_per_gpu") is None:
+        return None
+    try:
+        total = get_gpu(e["gpu_id"]).memory_bytes
+    except (KvLedgerError, KeyError):
+        return None
+    u, w = p["gpu_memory_utilization"], p["weight_bytes_per_gpu"]
+    budget = u * total
+    against = f"against gpu_memory_utilization {u:g} × {total / GiB:.2f} GiB = {budget / GiB:.2f} GiB per GPU"
+    if w > budget:
+        return True, f"{e['id']}: weights {w / GiB:,.2f} GiB per GPU {against}"
+    need = budget - p["available_kv_bytes"]
+    return False, (f"{e['id']}: weights {w / GiB:,.2f} GiB + activation peak, non-torch memory and CUDA graphs "
+                   f"{(need - w) / GiB:,.2f} GiB = {need / GiB:,.2f} GiB {against}")
+
+
+def no_fit_words(rejected: list[dict[str, Any]]) -> str:
+    """The fix for the "does not fit" rejections, naming the term that overflows with the widest candidate's numbers
+    (the nearest to fitting): the weights alone, or the weights with the activation peak and non-torch memory."""
+    kinds: dict[bool, tuple[int, str]] = {}
+    for e in sorted(rejected, key=lambda e: e.get("tp") or 1):
+        k = _no_fit_kind(e)
+        if k is not None:
+            kinds[k[0]] = (kinds.get(k[0], (0, ""))[0] + 1, k[1])
+    if not kinds:
+        return "more TP or bigger GPUs: the weights and the engine's own memory leave no KV cache"
+    words = []
+    if True in kinds:
+        words.append(f"more TP or bigger GPUs: the weights alone do not fit ({kinds[True][0]} of them; the widest "
+                     f"{kinds[True][1]})")
+    if False in kinds:
+        words.append(f"more TP, bigger GPUs or a higher --gpu-memory-utilization: the weights fit but not with the "
+                     f"activation peak and non-torch memory ({kinds[False][0]} of them; the widest {kinds[False][1]})")
+    return "; ".join(words)
