@@ -78,3 +78,23 @@ def test_the_lock_step_slowed_ranks_are_not_called_saturated_with_the_one_sent_t
     # the thresholds (all 8 were saturated by them alone) but within 3.5847 × √(64-68) = 28.6-29.5.
     assert d["data_parallel"]["saturated_ranks"] == [0]
     assert sum(q is not None for q in growths[-1]) == 8 and round(growths[-1][0].burst_allowance, 1) == 62.7
+
+
+def test_a_saturated_rank_is_the_runs_overload_even_where_the_group_was_too_short_to_tell(monkeypatch, growths):
+    import kvledger.dynamics.dp_lockstep as dl
+
+    monkeypatch.setattr(dl.DpBalancer, "__call__", _affinity(0.5))
+    d = cli_json("simulate", *DP8[:-4], "--output-lengths", "fixed:1024", "--num-requests", "800", "--rate", "16",
+                 "--seed", "11")
+    # 400 of the 800 requests on rank 0. The group's read is too short (arrivals to the median span 24.5 s, less than
+    # the 72.8 s to the first finish, and the group's waiting queue did not pass its thresholds), but rank 0's waiting
+    # queue grew from 3 at its median arrival to 78 at its last, against 3 × its rate change = 3.1 expected: 75 past
+    # it, beyond its burst allowance 3.5847 × √(1.0 × 3.1) = 6.3 (Bonferroni z for 8 ranks). Before: saturated_ranks
+    # [0] beside overload None and a "too short to tell" note; now rank 0's growth is the run's overload, not also
+    # "too short".
+    q = growths[-1][0]
+    assert (q.queue, q.backlog_mid, q.backlog_last, round(q.backlog_expected, 1), round(q.burst_allowance, 1)) == \
+        ("waiting", 3, 78, 3.1, 6.3)
+    assert d["data_parallel"]["requests_routed_per_rank"][0] == 400 and d["data_parallel"]["saturated_ranks"] == [0]
+    assert d["too_short"] is None and d["overload"]["note"].startswith("DP rank 0 of 8 (its own requests;")
+    assert "too short to tell" not in " ".join(d["notes"])

@@ -8,8 +8,10 @@ growth that is an overload on one rank's requests can be under the thresholds ``
 group's requests (5 % of the arrivals). So a DP run's open loop is read with ``queue_growth.open_loop_check`` on each
 rank's own requests (those it was routed; a request refused before routing counts on none), and the run is saturated
 when any rank is. The first saturated rank's growth stands for the run where the group's did not show one, its note
-naming the rank. An SLO-capacity probe on DP ranks counts out as one whose group queue grew does
-(``queue_growth.probe_queue_grew``) where a rank's own queue grew past what the trace's bursts can add to it.
+naming the rank, also where the group's read was too short to tell: a rank's growth past its burst allowance below
+was read on a span long enough for that rank's own requests, so it is evidence of saturation the group's could not
+give, and the run is not also called too short. An SLO-capacity probe on DP ranks counts out as one whose group queue
+grew does (``queue_growth.probe_queue_grew``) where a rank's own queue grew past what the trace's bursts can add to it.
 
 A rank is read from 1/N of the requests, so its backlog is N times smaller and its swings relatively √N times larger,
 and N ranks tested give N chances for one of them to pass the thresholds by its bursts alone (DeepSeek-V3 on 8 H200

@@ -41,8 +41,10 @@ def simulate_document(setup: Any, result: Any) -> SimDocument:
     if paced and not behind:  # it kept its rate: read as the open loop it then was (queue growth, too short)
         overload, short = open_loop_check(result.records)
     dp_sat = _per_rank(setup, result, mode) if not paced else None  # DP ranks: judged rank by rank (dp_saturation)
-    if dp_sat is not None and overload is None and short is None:
-        overload = dp_sat[1]  # a rank's queue grew where the group's did not show it
+    if dp_sat is not None and overload is None and dp_sat[1] is not None:
+        # a rank's queue grew past its Bonferroni burst allowance where the group's did not show it: saturation, even
+        # where the group's read was too short to tell (the rank's own requests were long enough to read)
+        overload, short = dp_sat[1], None
     overload = with_seq_cap(overload, setup, result)  # the batch sat at max_num_seqs with KV to spare: said
     # a growth the trace's bursts explain, in a run long enough to show its load (probe_length) whose mean TTFT did
     # not climb to a knee (knee_rule): kept up, said so
