@@ -202,12 +202,13 @@ class Packing:
         return f"{head} ({units})"
 
     def on_instances(self) -> str:
-        """`` 1 a3-highgpu-8g instance (8 GPUs, 6 idle)``, `` 2 … instances (8 GPUs each, 6 of the 16 idle)`` (idle over
-        all of them); a mix: each row's instances joined by " + ", then (the GPUs billed over all of them, idle)."""
+        """`` 1 a3-highgpu-8g instance (8 GPUs, 6 idle)``, `` 2 … instances (8 GPUs each, 6 of the 16 idle)`` (over all,
+        ``0 idle`` where none is); a mix: each row's instances joined by " + ", then (the GPUs billed over all, idle)."""
         if self.mixed:
             return (" " + " + ".join(_kind(r, n) for r, n in self.rows)
                     + f" ({_plural(self.billed_gpus, 'GPU')}, {self.idle_gpus} idle)")
-        idle = f" each, {self.idle_gpus} of the {self.billed_gpus}" if self.instances > 1 else f", {self.idle_gpus}"
+        of_all = f" of the {self.billed_gpus}" if self.idle_gpus else ""  # "0 of the 2 idle" says no more than "0 idle"
+        idle = f" each, {self.idle_gpus}{of_all}" if self.instances > 1 else f", {self.idle_gpus}"
         return f" {_kind(self.rate, self.instances)} ({_plural(self.gpus_per_instance, 'GPU')}{idle} idle)"
 
     def choice(self) -> str:
