@@ -203,7 +203,7 @@ class Packing:
 
     def on_instances(self) -> str:
         """`` 1 a3-highgpu-8g instance (8 GPUs, 6 idle)``, `` 2 … instances (8 GPUs each, 6 of the 16 idle)`` (over all,
-        ``0 idle`` where none is); a mix: each row's instances joined by " + ", then (the GPUs billed over all, idle)."""
+        ``0 idle`` where none is); a mix: each row's instances joined by " + ", then (GPUs billed over all, idle)."""
         if self.mixed:
             return (" " + " + ".join(_kind(r, n) for r, n in self.rows)
                     + f" ({_plural(self.billed_gpus, 'GPU')}, {self.idle_gpus} idle)")
