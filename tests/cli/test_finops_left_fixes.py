@@ -73,10 +73,10 @@ def test_a_deployment_unit_of_two_tp4_replicas_is_worded_as_two_replicas_of_four
     assert d["monthly"]["self_host"]["items"][0]["amount_usd"] == 23_301.6
     assert d["monthly"]["self_host"]["items"][0]["note"] == ("2 replicas × 4 GPUs (one deployment unit) = 8 GPUs on 1 "
                                                              "gpu_8x_h100_sxm5 instance (8 GPUs, 0 idle) × 730 h")
-    # three such units: 6 engine replicas of 4 GPUs, 24 GPUs on 3 instances; one engine a unit keeps its words
+    # three such units: 6 engine replicas of 4 GPUs, 24 GPUs on 3 instances, none idle ("0 idle": no "of the 24" then)
     rate = gpu_rate("nvidia_h100_sxm", "Lambda", "gpu_8x_h100_sxm5", None)
     assert pack(rate, 3, 8, 2).words() == ("6 replicas × 4 GPUs (3 deployment units of 2) = 24 GPUs on 3 "
-                                           "gpu_8x_h100_sxm5 instances (8 GPUs each, 0 of the 24 idle) × 730 h")
+                                           "gpu_8x_h100_sxm5 instances (8 GPUs each, 0 idle) × 730 h")
     assert pack(rate, 3, 4).words().startswith("3 replicas × 4 GPUs = 12 GPUs on 2 gpu_8x_h100_sxm5 instances")
 
 
