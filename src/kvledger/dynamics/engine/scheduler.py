@@ -92,9 +92,8 @@ class Scheduler:
         self.waiting: deque[SimRequest] = deque()
         self.num_finishing = 0  # async scheduling: requests whose last token is in flight (still hold a seat)
         self._order = ORDER_POLICIES[cfg.scheduling_policy]
-        # a KV connector's load started when admission reaches a request (offload.py ``start_load``); None: no tier
-        self._start_load = getattr(kv, "start_load", None)
-        self._step_starts = getattr(kv, "new_step_starts", lambda: None)  # vLLM's, at each schedule (mamba_prefix.py)
+        self._start_load = getattr(kv, "start_load", None)  # a KV connector's load at admission (offload.py)
+        self._step_starts = getattr(kv, "new_step_starts", None)  # vLLM's, at each schedule (mamba_prefix.py only)
         self._static, self._v0 = cfg.batching == "static", cfg.batching == "vllm_v0"
         self._watermark_blocks = cfg.v0_watermark_blocks
         # paged KV with ceil(n / block_size) blocks: lets the running loop skip kv.grow when no block is needed
@@ -116,7 +115,8 @@ class Scheduler:
         if self._v0:
             return self._schedule_v0()
         cfg, running = self.cfg, self.running
-        self._step_starts()
+        if self._step_starts is not None:  # no call on other managers' hot path
+            self._step_starts()
         admitted = self._form_static_batch() if self._static and not running else 0
         budget = cfg.max_num_batched_tokens
         max_len = cfg.max_model_len
