@@ -76,5 +76,10 @@ def test_default_max_num_seqs_follows_a_smaller_budget_from_0_11():
     assert default_max_num_seqs((0, 33, 0), 1024, 512)[0] == 512  # min(1,024, 512)
     assert default_max_num_seqs((0, 11, 0), 1024, 512)[0] == 512
     assert default_max_num_seqs((0, 9, 0), 1024, 512) == (1024, "")  # 0.9.0: the default as it is
+    # 0.10.1 and 0.10.2 _set_default_args_v1: min(default_max_num_seqs[usage_context], max_num_batched_tokens or
+    # sys.maxsize); 0.10.0's takes default_max_num_seqs[usage_context] as it is
+    assert default_max_num_seqs((0, 10, 1), 1024, 512)[0] == 512
+    assert default_max_num_seqs((0, 10, 2), 1024, 512)[0] == 512
+    assert default_max_num_seqs((0, 10, 0), 1024, 512) == (1024, "")
     assert default_max_num_seqs((0, 33, 0), 1024, 8192) == (1024, "")
     assert default_max_num_seqs((0, 33, 0), 1024, None) == (1024, "")

@@ -9,7 +9,7 @@ cache, at the price of fewer tokens per step (longer prompts prefill in more chu
 vLLM's limits on the value (``config/scheduler.py::SchedulerConfig.verify_max_model_len``, read in 0.19.0 and 0.33.0):
 it must be ≥ max_num_seqs ("must be greater than or equal to max_num_seqs"), and below max_model_len only with
 chunked prefill on (V1's default; the plan has no flag to turn it off). No multiple rule applies to it there. Where
---max-num-seqs is unset, vLLM ≥0.11 lowers its default to a smaller given budget (``vllm_seqs_default``), so the
+--max-num-seqs is unset, vLLM ≥0.10.1 lowers its default to a smaller given budget (``vllm_seqs_default``), so the
 floor is 1 token there, else the plan's max_num_seqs. The largest value in [floor, the plan's - 1] that holds one
 max_model_len request is found by bisection over re-plans (the profile terms grow with the token budget), not guessed.
 """
@@ -92,7 +92,7 @@ def _seqs_words(was: int, now: int) -> str:
     """How the value meets vLLM's max_num_seqs rule: at or above the plan's max_num_seqs, or lowering its default."""
     if now == was:
         return f"≥ max_num_seqs {was:,} as vLLM requires ({SCHEDULER_RULE})"
-    return (f"with --max-num-seqs unset vLLM ≥0.11 lowers max_num_seqs {was:,} → {now:,} to it (engine/arg_utils.py), "
+    return (f"with --max-num-seqs unset vLLM ≥0.10.1 lowers max_num_seqs {was:,} → {now:,} to it (engine/arg_utils.py), "
             f"so at most {now:,} requests run at once")
 
 

@@ -204,7 +204,7 @@ def _budget(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, checkpoint: Mo
     sliding = any(getattr(layer, "window_tokens", 0) for layer in model.layers)
     totals = wddm_total(gpu, s.wddm)  # under --wddm the whole board CUDA reports there
     d_mnbt, d_seqs, why = R.default_batch_limits(ver, totals[0], gpu.name, L, sliding)
-    d_seqs, lowered = default_max_num_seqs(ver, d_seqs, s.max_num_batched_tokens)  # ≥0.11: min(seqs, given tokens)
+    d_seqs, lowered = default_max_num_seqs(ver, d_seqs, s.max_num_batched_tokens)  # ≥0.10.1: min(seqs, given tokens)
     mnbt, seqs = s.max_num_batched_tokens or d_mnbt, s.max_num_seqs or d_seqs
     if s.max_num_batched_tokens is None or s.max_num_seqs is None:
         notes.append(why + (lowered if s.max_num_seqs is None else ""))
