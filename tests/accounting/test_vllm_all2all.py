@@ -93,3 +93,19 @@ def test_a_backend_without_dp_and_ep_changes_nothing_and_other_engines_refuse_it
                                                  with_roofline=False).memory.num_gpu_blocks
     with pytest.raises(InputError, match="--all2all-backend is a vLLM flag"):
         build_plan(q, resolve_gpu("H100-SXM"), make_settings(engine="sglang", all2all_backend="naive"))
+
+
+@pytest.mark.parametrize("ver", [(0, 9, 1), (0, 9, 2), (0, 10, 0), (0, 10, 1), (0, 10, 2)])
+def test_deepep_is_taken_from_0_9_1_and_its_low_latency_rows_chunk(ver):
+    # cuda_communicator.py (0.9.1, 0.9.2, 0.10.0–0.10.2) takes "naive", "pplx", "deepep_high_throughput" and
+    # "deepep_low_latency" from VLLM_ALL2ALL_BACKEND (default "naive"); 0.9.0 only the first two. fused_moe/layer.py::
+    # FusedMoE.forward_impl sends pplx and deepep_low_latency to forward_impl_chunked, 256 tokens per rank
+    # (MOE_DP_CHUNK_SIZE / VLLM_MOE_DP_CHUNK_SIZE): DP 8 × min(8,192, 256) = 2,048 rows
+    assert all2all_choice(ver, None).backend == "naive"
+    assert all2all_choice(ver, "deepep_high_throughput").rows == "routed"
+    ll = all2all_choice(ver, "deepep_low_latency")
+    assert ll.rows == "chunked" and all2all_rows(ll, 8192, 8) == 2048
+    assert "fused_moe/layer.py::FusedMoE.forward_impl_chunked" in ll.words
+    with pytest.raises(InputError, match="'Unknown all2all backend: allgather_reducescatter'"):
+        all2all_choice(ver, "allgather_reducescatter")  # not in cuda_communicator.py before 0.11
+    assert all2all_rows(all2all_choice((0, 9, 0), "pplx"), 8192, 8) == 2048  # 0.9.0 layer.py: pplx chunked

@@ -4,7 +4,9 @@ default, and the rows each GPU's MoE layers run in the profile forward under DP 
 How it is given (read in each release's ``config/parallel.py`` and ``envs.py``):
 
 * 0.9.0: only the ``VLLM_ALL2ALL_BACKEND`` environment variable, default "naive"; ``cuda_communicator.py`` takes
-  "naive" or "pplx" and raises "Unknown all2all backend" otherwise (0.10.x not read: taken as 0.9.0).
+  "naive" or "pplx" and raises "Unknown all2all backend" otherwise. 0.9.1, 0.9.2, 0.10.0, 0.10.1 and 0.10.2 (read):
+  the same variable and default, ``cuda_communicator.py`` also taking "deepep_high_throughput" and
+  "deepep_low_latency".
 * 0.11.0: only ``VLLM_ALL2ALL_BACKEND``, default "allgather_reducescatter", checked by ``envs.py::env_with_choices``.
 * 0.12.0, 0.13.0: ``--all2all-backend`` (default None: the variable's value, with a deprecation warning).
 * 0.14.0 on: ``--all2all-backend`` with default "allgather_reducescatter" (0.14.0/0.15.0 still let a set variable
@@ -22,7 +24,7 @@ The profile rows on one GPU under DP + EP (DP ranks each dummy-running max_num_b
 * routed (upper bound): "deepep_high_throughput" sends each token only to the ranks holding its top-k experts, in the
   standard format (``prepare_finalize/deepep_ht.py``): at most DP × T rows reach one GPU, all of them where the
   dummy tokens (not randomized: ``VLLM_RANDOMIZE_DP_DUMMY_INPUTS`` off) route to its experts.
-* chunked (0.11.0: "pplx", "deepep_low_latency"; 0.19.0: "deepep_low_latency", "mori", "flashinfer_nvlink_two_sided",
+* chunked (0.9.x, 0.10.x and 0.11.0: "pplx", "deepep_low_latency"; 0.19.0: "deepep_low_latency", "mori", "flashinfer_nvlink_two_sided",
   "nixl_ep", ``runner/default_moe_runner.py::use_dp_chunking`` with ``VLLM_ENABLE_MOE_DP_CHUNK`` on): the layer runs
   in chunks of ``VLLM_MOE_DP_CHUNK_SIZE`` = 256 tokens per rank, so DP × min(T, 256) rows per call. Their batched
   experts' workspace ((local experts, 256 × DP, K): ``fused_batched_moe.py::BatchedTritonExperts.workspace_shapes``)
@@ -49,6 +51,7 @@ _BASE = ("naive", "pplx", "deepep_high_throughput", "deepep_low_latency", "allga
 _FI = ("flashinfer_nvlink_two_sided", "flashinfer_nvlink_one_sided")
 _CHOICES: tuple[tuple[tuple[int, int, int], tuple[str, ...]], ...] = (
     ((0, 9, 0), ("naive", "pplx")),
+    ((0, 9, 1), _BASE[:4]),
     ((0, 11, 0), _BASE),
     ((0, 15, 0), (*_BASE[:4], "mori", *_BASE[4:])),
     ((0, 19, 0), (*_BASE[:4], "mori", "nixl_ep", *_BASE[4:], *_FI)),
@@ -58,9 +61,13 @@ _CHOICES: tuple[tuple[tuple[int, int, int], tuple[str, ...]], ...] = (
 )
 """Each read release's choices (the Literal's order, as vLLM's argparse lists them), from that release on."""
 
-_CHUNKED = {(0, 11): ("pplx", "deepep_low_latency"),
+_CHUNKED = {(0, 9): ("pplx", "deepep_low_latency"), (0, 10): ("pplx", "deepep_low_latency"),
+            (0, 11): ("pplx", "deepep_low_latency"),
             (0, 19): ("deepep_low_latency", "mori", "flashinfer_nvlink_two_sided", "nixl_ep")}
-"""The backends whose MoE layer runs DP-chunked, in the read releases (their minor series)."""
+"""The backends whose MoE layer runs DP-chunked, in the read releases (their minor series): ``fused_moe/layer.py::
+FusedMoE.forward_impl`` → ``forward_impl_chunked`` for pplx (0.9.0 on) and deepep_low_latency (0.9.1 on), 256 tokens
+per rank (``MOE_DP_CHUNK_SIZE`` in 0.9.0 and 0.9.1, ``VLLM_MOE_DP_CHUNK_SIZE`` from 0.9.2), read in 0.9.0–0.9.2 and
+0.10.0–0.10.2."""
 
 
 @dataclass(frozen=True)
@@ -115,9 +122,11 @@ def all2all_choice(ver: tuple[int, int, int], given: str | None) -> All2AllChoic
                              "profile rows into each MoE layer (distributed/device_communicators/all2all.py, "
                              f"{'AgRs' if backend != 'naive' else 'Naive'}All2AllManager; no DP chunking for it)")
     if backend in _CHUNKED.get(ver[:2], ()):
+        where = ("runner/default_moe_runner.py::use_dp_chunking" if ver >= (0, 19, 0)
+                 else "fused_moe/layer.py::FusedMoE.forward_impl_chunked")
         return All2AllChoice(backend, given, "chunked", f"{how} {backend}: the MoE layer runs DP-chunked, "
-                             f"{DP_CHUNK_TOKENS} tokens per rank per call (VLLM_MOE_DP_CHUNK_SIZE; "
-                             "default_moe_runner.py::use_dp_chunking, read in 0.11.0 and 0.19.0); its batched "
+                             f"{DP_CHUNK_TOKENS} tokens per rank per call (VLLM_MOE_DP_CHUNK_SIZE; {where}, vLLM "
+                             f"{'.'.join(map(str, ver))}); its batched "
                              "experts' workspace and communication buffers are not modelled: the chunk's rows are "
                              "priced with the standard-format workspace rule")
     if backend == "deepep_high_throughput":
