@@ -92,8 +92,8 @@ def _seqs_words(was: int, now: int) -> str:
     """How the value meets vLLM's max_num_seqs rule: at or above the plan's max_num_seqs, or lowering its default."""
     if now == was:
         return f"≥ max_num_seqs {was:,} as vLLM requires ({SCHEDULER_RULE})"
-    return (f"with --max-num-seqs unset vLLM ≥0.10.1 lowers max_num_seqs {was:,} → {now:,} to it (engine/arg_utils.py), "
-            f"so at most {now:,} requests run at once")
+    return (f"with --max-num-seqs unset vLLM ≥0.10.1 lowers max_num_seqs {was:,} → {now:,} to it "
+            f"(engine/arg_utils.py), so at most {now:,} requests run at once")
 
 
 def dp_budget_note(p: Plan, build: Callable) -> tuple[str, ...]:
