@@ -25,8 +25,8 @@ The profile rows on one GPU under DP + EP (DP ranks each dummy-running max_num_b
   standard format (``prepare_finalize/deepep_ht.py``): at most DP × T rows reach one GPU, all of them where the
   dummy tokens (not randomized: ``VLLM_RANDOMIZE_DP_DUMMY_INPUTS`` off) route to its experts.
 * chunked (0.9.x, 0.10.x and 0.11.0: "pplx", "deepep_low_latency"; 0.19.0: "deepep_low_latency", "mori",
-  "flashinfer_nvlink_two_sided", "nixl_ep", ``runner/default_moe_runner.py::use_dp_chunking`` with ``VLLM_ENABLE_MOE_DP_CHUNK`` on): the layer runs
-  in chunks of ``VLLM_MOE_DP_CHUNK_SIZE`` = 256 tokens per rank, so DP × min(T, 256) rows per call. Their batched
+  "flashinfer_nvlink_two_sided", "nixl_ep", ``runner/default_moe_runner.py::use_dp_chunking`` with
+  ``VLLM_ENABLE_MOE_DP_CHUNK`` on): the layer runs in chunks of ``VLLM_MOE_DP_CHUNK_SIZE`` = 256 tokens per rank, so DP × min(T, 256) rows per call. Their batched
   experts' workspace ((local experts, 256 × DP, K): ``fused_batched_moe.py::BatchedTritonExperts.workspace_shapes``)
   and the backends' own communication buffers are not modelled: the plan prices those rows with its standard-format
   workspace rule and says so.
