@@ -26,10 +26,10 @@ The profile rows on one GPU under DP + EP (DP ranks each dummy-running max_num_b
   dummy tokens (not randomized: ``VLLM_RANDOMIZE_DP_DUMMY_INPUTS`` off) route to its experts.
 * chunked (0.9.x, 0.10.x and 0.11.0: "pplx", "deepep_low_latency"; 0.19.0: "deepep_low_latency", "mori",
   "flashinfer_nvlink_two_sided", "nixl_ep", ``runner/default_moe_runner.py::use_dp_chunking`` with
-  ``VLLM_ENABLE_MOE_DP_CHUNK`` on): the layer runs in chunks of ``VLLM_MOE_DP_CHUNK_SIZE`` = 256 tokens per rank, so DP × min(T, 256) rows per call. Their batched
-  experts' workspace ((local experts, 256 × DP, K): ``fused_batched_moe.py::BatchedTritonExperts.workspace_shapes``)
-  and the backends' own communication buffers are not modelled: the plan prices those rows with its standard-format
-  workspace rule and says so.
+  ``VLLM_ENABLE_MOE_DP_CHUNK`` on): the layer runs in chunks of ``VLLM_MOE_DP_CHUNK_SIZE`` = 256 tokens per rank, so
+  DP × min(T, 256) rows per call. Their batched experts' workspace ((local experts, 256 × DP, K):
+  ``fused_batched_moe.py::BatchedTritonExperts.workspace_shapes``) and the backends' own communication buffers are not
+  modelled: the plan prices those rows with its standard-format workspace rule and says so.
 * any other choice (0.33.0 has no DP chunking at all; the mori/nixl/flashinfer/moonep/deepep_v2 kernels' formats):
   not modelled; the plan keeps the gathered DP × T rows and says so.
 """
