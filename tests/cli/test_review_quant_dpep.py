@@ -25,3 +25,48 @@ def test_deepep_low_latency_is_taken_on_0_10_1_and_chunks_the_profile_rows():
     assert cli_json("plan", *flags)["data_parallel"]["moe_profile_tokens"] == 16_384
     d = cli_json("plan", *flags, "--all2all-backend", "deepep_low_latency")
     assert d["data_parallel"]["moe_profile_tokens"] == 512
+
+
+def _ct_config(tmp_path, weights: dict, acts: dict | None = None) -> str:
+    import json
+    from importlib import resources
+
+    base = resources.files("kvledger.catalog") / "data/models/meta-llama--Meta-Llama-3.1-8B.json"
+    raw = json.loads(base.read_text())
+    group = {"targets": ["Linear"], "weights": weights} | ({"input_activations": acts} if acts else {})
+    raw["quantization_config"] = {"quant_method": "compressed-tensors", "config_groups": {"group_0": group},
+                                  "ignore": ["lm_head"]}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    return str(path)
+
+
+FP8_W = {"num_bits": 8, "type": "float", "strategy": "channel", "symmetric": True, "dynamic": False}
+FP8_A = {"num_bits": 8, "type": "float", "strategy": "token", "dynamic": True, "symmetric": True}
+W4A16 = {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128, "symmetric": True}
+
+
+def test_compressed_tensors_fp8_on_a_t4_is_refused_up_to_0_15(tmp_path):
+    # compressed_tensors.py::_get_scheme_from_parts: FP8 W8A8 (CompressedTensorsW8A8Fp8.get_min_capability 89) is not
+    # supported on sm75, so CompressedTensorsW8A16Fp8 is chosen, whose get_min_capability is 80 in 0.11.0–0.15.0 and
+    # 75 from 0.16.0 (schemes/compressed_tensors_w8a16_fp8.py); _check_scheme_supported then raises below it
+    cfg = _ct_config(tmp_path, FP8_W, FP8_A)
+    msg = refused("plan", cfg, "--gpu", "T4", "--engine-version", "0.15.0", "--max-model-len", "4096")
+    assert msg.startswith("vLLM 0.15.0 does not start: this compressed-tensors checkpoint (channel float8) needs "
+                          "compute capability 80 or more, this GPU has 75")
+    assert msg.endswith("vLLM 0.16 and later take it from 75")
+    assert cli_json("plan", cfg, "--gpu", "T4", "--engine-version", "0.16.0",
+                    "--max-model-len", "4096")["memory"]["num_gpu_blocks"] > 0
+
+
+def test_compressed_tensors_w4a16_on_a_t4_by_release(tmp_path):
+    # schemes/compressed_tensors_wNa16.py get_min_capability: 80 in 0.10.1 and 0.11.0, 75 from 0.12.0
+    cfg = _ct_config(tmp_path, W4A16)
+    msg = refused("plan", cfg, "--gpu", "T4", "--engine-version", "0.11.0", "--max-model-len", "4096")
+    assert "needs compute capability 80 or more, this GPU has 75" in msg and msg.endswith("vLLM 0.12 and later take "
+                                                                                          "it from 75")
+    assert cli_json("plan", cfg, "--gpu", "T4", "--engine-version", "0.12.0",
+                    "--max-model-len", "4096")["memory"]["num_gpu_blocks"] > 0
+    # A10G (sm86) passes every scheme's minimum (80 at most below the W8A8 FP8 fallback)
+    assert cli_json("plan", _ct_config(tmp_path, FP8_W, FP8_A), "--gpu", "A10G", "--engine-version", "0.11.0",
+                    "--max-model-len", "4096")["memory"]["num_gpu_blocks"] > 0

@@ -21,6 +21,13 @@ the method's minimum, GPTQ bit widths its kernels do not take, and bitsandbytes 
   up to 0.19.0; 0.26.0 and 0.33.0 load GPTQ through ``auto_gptq.py``, whose ``TYPE_MAP`` holds (4, sym) and
   (8, sym) only ("Unsupported quantization config: bits=…, sym=…"). Releases 0.20–0.25 are not read: taken as 0.19.
 
+* compressed-tensors: the config passes from 70 (``CompressedTensorsConfig.get_min_capability``), then
+  ``compressed_tensors.py::_check_scheme_supported`` refuses the layer's scheme below its own minimum ("Quantization
+  scheme is not supported for the current GPU. Min capability: …"; ``schemes/*.py``, read in 0.9.0, 0.9.2, 0.10.1,
+  0.11.0–0.19.0, 0.26.0, 0.28.0, 0.33.0): FP8 W8A8 below sm89 falls back to W8A16 FP8, 80 up to 0.15.0 and 75 from
+  0.16.0; NVFP4 (W4A4, falling back to W4A16) 80 up to 0.15.0, 75 from 0.16.0; MXFP4 80 (from 0.14.0; none before);
+  INT8 W8A8 75; W4A16/W8A16 int (``wNa16``) 80 up to 0.11.0, 75 from 0.12.0; W4A8 int 1 (no limit).
+
 Each is a start-up refusal of a valid checkpoint or flag: :class:`EngineRefusalError`, exit 3 (an unknown
 ``--quantization`` spelling is refused in ``quant_flag.py``, exit 2).
 """
@@ -47,6 +54,38 @@ MXFP4_FROM = (0, 10, 1)
 """The first release with ``quantization/mxfp4.py`` (0.10.0 has none: "Unknown quantization method: mxfp4")."""
 NO_BITSANDBYTES_FROM = (0, 28, 0)
 """The first release without bitsandbytes (0.27.0 has ``quantization/bitsandbytes.py``; 0.28.0 does not)."""
+CT_75_FROM = (0, 16, 0)
+"""The first release read whose compressed-tensors W8A16 FP8 and NVFP4 schemes take 75 (0.15.0: 80)."""
+CT_WNA16_75_FROM = (0, 12, 0)
+"""The first release read whose compressed-tensors ``wNa16`` scheme takes 75 (0.11.0: 80)."""
+
+
+def _ct_min_capability(q: QuantScheme, version: tuple[int, int, int]) -> tuple[int, tuple[int, int, int] | None]:
+    """(The compute capability vLLM ``version``'s compressed-tensors scheme for ``q`` needs, the first release read
+    that takes it from 75 or None) (module docstring); 70, the config's, where no scheme minimum is above it (W4A8
+    int) or none is read (MXFP4 before 0.14)."""
+    if q.bits == 4 and q.scale_bytes == 1:  # NVFP4 (group 16) or MXFP4 (group 32)
+        if q.group_size == 32:
+            return (80 if version >= (0, 14, 0) else 70), None
+        return (80 if version < CT_75_FROM else 75), CT_75_FROM
+    if " float" in q.description:  # FP8: W8A8 needs 89, below it W8A16 FP8 (Marlin)
+        return (80 if version < CT_75_FROM else 75), CT_75_FROM
+    if q.scale_bytes is None:  # wNa16: packed int weights, model-dtype scales
+        return (80 if version < CT_WNA16_75_FROM else 75), CT_WNA16_75_FROM
+    return (75 if q.bits == 8 else 70), None  # W8A8 int8; W4A8 int: 1, under the config's 70
+
+
+def _check_ct(q: QuantScheme, vtxt: str, version: tuple[int, int, int], cap: int) -> None:
+    """Refuse a compressed-tensors checkpoint's scheme below its minimum on a GPU of capability ``cap``."""
+    need, from75 = _ct_min_capability(q, version)
+    if cap >= need or cap < 70:  # below 70 the config's own check refuses it (min_capability, config/vllm.py)
+        return
+    later = (f"; vLLM {from75[0]}.{from75[1]} and later take it from 75" if from75 and need == 80 and cap >= 75
+             else f"; a GPU of compute capability {need // 10}.{need % 10} or more loads it")
+    raise EngineRefusalError(f"vLLM {vtxt} does not start: this compressed-tensors checkpoint "
+                             f"({q.description.split(':')[0].removeprefix('compressed-tensors ')}) needs compute "
+                             f"capability {need} or more, this GPU has {cap} (compressed_tensors.py: \"Quantization "
+                             f"scheme is not supported for the current GPU. Min capability: {need}\"){later}")
 
 
 def min_capability(q: QuantScheme, quantization: str | None, version: tuple[int, int, int]) -> tuple[int, str] | None:
@@ -61,7 +100,7 @@ def min_capability(q: QuantScheme, quantization: str | None, version: tuple[int,
         name = "fp8" if quantization in (None, "", "auto", "none", "fp8") else quantization
         return (80 if version < FP8_MIN_CAPABILITY_75_FROM else 75), name
     return {"awq": (75, "awq"), "gptq": (60, "gptq"), "bitsandbytes": (70, "bitsandbytes"),
-            "mxfp4": (80, "mxfp4")}.get(q.method)
+            "mxfp4": (80, "mxfp4"), "compressed-tensors": (70, "compressed-tensors")}.get(q.method)
 
 
 def check_quant_release(q: QuantScheme, quantization: str | None, version: tuple[int, int, int],
@@ -92,6 +131,8 @@ def check_quant_release(q: QuantScheme, quantization: str | None, version: tuple
                                  f"--engine-version 0.19.0")
     need = min_capability(q, quantization, version)
     cap = int(gpu_arch[2:]) if gpu_arch.startswith("sm") and gpu_arch[2:].isdigit() else None
+    if q.method == "compressed-tensors" and cap is not None:
+        _check_ct(q, vtxt, version, cap)
     if need and cap is not None and cap < need[0]:
         marlin = " (Marlin, weight-only)" if need[1] == "fp8" else ""
         later = (f"; vLLM 0.14 and later take {need[1]} from 75{marlin}"
