@@ -70,3 +70,14 @@ def test_compressed_tensors_w4a16_on_a_t4_by_release(tmp_path):
     # A10G (sm86) passes every scheme's minimum (80 at most below the W8A8 FP8 fallback)
     assert cli_json("plan", _ct_config(tmp_path, FP8_W, FP8_A), "--gpu", "A10G", "--engine-version", "0.11.0",
                     "--max-model-len", "4096")["memory"]["num_gpu_blocks"] > 0
+
+
+def test_the_dp_note_names_the_release_s_default_all2all_backend():
+    # envs.py VLLM_ALL2ALL_BACKEND defaults to "naive" in 0.9.0–0.10.2 and "allgather_reducescatter" from 0.11.0
+    def note(ver: str) -> str:
+        d = cli_json("plan", "Qwen/Qwen3-30B-A3B", "--gpu", "H100", "-dp", "2", "--enable-expert-parallel",
+                     "--engine-version", ver)
+        return next(n for n in d["memory"]["notes"] if n.startswith("--data-parallel-size 2"))
+
+    assert "(the default all2all_backend, naive, gathers every rank's rows;" in note("0.10.1")
+    assert "(the default all2all_backend, allgather_reducescatter, gathers every rank's rows;" in note("0.11.0")

@@ -215,10 +215,10 @@ def unused_all2all_note(s: PlanSettings) -> str:
 
 def a2a_rows_words(s: PlanSettings, dp: int) -> str:
     """The rows a vLLM DP + EP plan's MoE layers run in the profile, and why, by its all2all backend."""
-    if s.all2all_backend is None:
+    if s.all2all_backend is None:  # allgather_reducescatter from 0.11, naive before (vllm_all2all.py)
         return (f"{dp} × max_num_batched_tokens rows on every GPU (the default all2all_backend, "
-                "allgather_reducescatter, gathers every rank's rows; another --all2all-backend may dispatch or "
-                "chunk them)")
+                f"{settings_choice(s.engine_version, None).backend}, gathers every rank's rows; another "
+                "--all2all-backend may dispatch or chunk them)")
     a2a = settings_choice(s.engine_version, s.all2all_backend)
     rows = f"min(max_num_batched_tokens, {DP_CHUNK_TOKENS})" if a2a.rows == "chunked" else "max_num_batched_tokens"
     bound = " at most" if a2a.rows == "routed" else ""
