@@ -109,3 +109,26 @@ def test_deepep_is_taken_from_0_9_1_and_its_low_latency_rows_chunk(ver):
     with pytest.raises(InputError, match="'Unknown all2all backend: allgather_reducescatter'"):
         all2all_choice(ver, "allgather_reducescatter")  # not in cuda_communicator.py before 0.11
     assert all2all_rows(all2all_choice((0, 9, 0), "pplx"), 8192, 8) == 2048  # 0.9.0 layer.py: pplx chunked
+
+
+@pytest.mark.parametrize("ver, given, backend, rows", [
+    # config/parallel.py All2AllBackend in 0.18.0 already holds nixl_ep and flashinfer_nvlink_two_sided/_one_sided,
+    # flashinfer_all2allv its alias (fused_moe/config.py::use_fi_nvl_two_sided_kernels); 0.18's
+    # default_moe_runner.py::use_dp_chunking chunks deepep_low_latency, mori, fi_nvl_two_sided and nixl_ep
+    ((0, 18, 0), "nixl_ep", "nixl_ep", "chunked"),
+    ((0, 18, 0), "flashinfer_all2allv", "flashinfer_nvlink_two_sided", "chunked"),
+    ((0, 18, 0), "naive", "naive", "gathered"),  # 0.18 falls back for pplx only (ParallelConfig.__post_init__)
+    # layer.py::FusedMoE.use_dp_chunking: pplx and deepep_low_latency in 0.12.0–0.14.0, + mori in 0.15.0,
+    # + flashinfer_all2allv (use_fi_all2allv_kernels) in 0.16.0; 0.17.0's runner drops pplx (it falls back)
+    ((0, 13, 0), "pplx", "pplx", "chunked"),
+    ((0, 14, 0), "deepep_low_latency", "deepep_low_latency", "chunked"),
+    ((0, 15, 0), "mori", "mori", "chunked"),
+    ((0, 16, 0), "flashinfer_all2allv", "flashinfer_all2allv", "chunked"),
+    ((0, 17, 0), "mori", "mori", "chunked"),
+    ((0, 26, 0), "deepep_low_latency", "deepep_low_latency", "unmodelled"),  # no VLLM_MOE_DP_CHUNK_SIZE in 0.26
+])
+def test_choices_and_dp_chunking_read_in_0_12_to_0_18(ver, given, backend, rows):
+    c = all2all_choice(ver, given)
+    assert (c.backend, c.rows) == (backend, rows)
+    if rows == "chunked":
+        assert all2all_rows(c, 8192, 8) == 2048  # DP 8 × min(8,192, 256)

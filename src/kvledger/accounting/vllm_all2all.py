@@ -11,11 +11,11 @@ How it is given (read in each release's ``config/parallel.py`` and ``envs.py``):
 * 0.12.0, 0.13.0: ``--all2all-backend`` (default None: the variable's value, with a deprecation warning).
 * 0.14.0 on: ``--all2all-backend`` with default "allgather_reducescatter" (0.14.0/0.15.0 still let a set variable
   override it); its choices are ``All2AllBackend``'s Literal: "mori" from 0.15.0, "nixl_ep" and
-  "flashinfer_nvlink_two_sided"/"_one_sided" in 0.19.0, "deepep_v2", "mori_high_throughput"/"_low_latency" (no
-  plain "mori") in 0.26.0–0.29.0, "moonep" in 0.33.0 ("passthrough" there too, but removed from the CLI choices in
-  ``engine/arg_utils.py``). Releases not read take the last read before them.
+  "flashinfer_nvlink_two_sided"/"_one_sided" from 0.18.0 (read in 0.18.0, 0.19.0), "deepep_v2",
+  "mori_high_throughput"/"_low_latency" (no plain "mori") in 0.26.0–0.29.0, "moonep" in 0.33.0 ("passthrough" there
+  too, but removed from the CLI choices in ``engine/arg_utils.py``). Releases not read take the last read before them.
 * Fallbacks: 0.17.0 turns "pplx" into "allgather_reducescatter" (``ParallelConfig.__post_init__``); 0.19.0 on, "naive"
-  and "pplx"; 0.19.0 on, "flashinfer_all2allv" is an alias of "flashinfer_nvlink_two_sided".
+  and "pplx"; 0.18.0 on, "flashinfer_all2allv" is an alias of "flashinfer_nvlink_two_sided".
 
 The profile rows on one GPU under DP + EP (DP ranks each dummy-running max_num_batched_tokens T):
 
@@ -24,9 +24,9 @@ The profile rows on one GPU under DP + EP (DP ranks each dummy-running max_num_b
 * routed (upper bound): "deepep_high_throughput" sends each token only to the ranks holding its top-k experts, in the
   standard format (``prepare_finalize/deepep_ht.py``): at most DP × T rows reach one GPU, all of them where the
   dummy tokens (not randomized: ``VLLM_RANDOMIZE_DP_DUMMY_INPUTS`` off) route to its experts.
-* chunked (0.9.x, 0.10.x and 0.11.0: "pplx", "deepep_low_latency"; 0.19.0: "deepep_low_latency", "mori",
-  "flashinfer_nvlink_two_sided", "nixl_ep", ``runner/default_moe_runner.py::use_dp_chunking`` with
-  ``VLLM_ENABLE_MOE_DP_CHUNK`` on): the layer runs in chunks of ``VLLM_MOE_DP_CHUNK_SIZE`` = 256 tokens per rank, so
+* chunked (``_CHUNKED``: 0.9.0–0.14.0 "pplx", "deepep_low_latency", then "mori" and "flashinfer_all2allv"; 0.18.0,
+  0.19.0: "deepep_low_latency", "mori", "flashinfer_nvlink_two_sided", "nixl_ep", with ``VLLM_ENABLE_MOE_DP_CHUNK``
+  on from 0.13.0): the layer runs in chunks of ``VLLM_MOE_DP_CHUNK_SIZE`` = 256 tokens per rank, so
   DP × min(T, 256) rows per call. Their batched experts' workspace ((local experts, 256 × DP, K):
   ``fused_batched_moe.py::BatchedTritonExperts.workspace_shapes``) and the backends' own communication buffers are not
   modelled: the plan prices those rows with its standard-format workspace rule and says so.
@@ -54,20 +54,32 @@ _CHOICES: tuple[tuple[tuple[int, int, int], tuple[str, ...]], ...] = (
     ((0, 9, 1), _BASE[:4]),
     ((0, 11, 0), _BASE),
     ((0, 15, 0), (*_BASE[:4], "mori", *_BASE[4:])),
-    ((0, 19, 0), (*_BASE[:4], "mori", "nixl_ep", *_BASE[4:], *_FI)),
+    ((0, 18, 0), (*_BASE[:4], "mori", "nixl_ep", *_BASE[4:], *_FI)),
     ((0, 26, 0), (*_BASE[:4], "deepep_v2", "mori_high_throughput", "mori_low_latency", "nixl_ep", *_BASE[4:], *_FI)),
     ((0, 33, 0), (*_BASE[:4], "deepep_v2", "mori_high_throughput", "mori_low_latency", "moonep", "nixl_ep",
                   *_BASE[4:], *_FI)),
 )
 """Each read release's choices (the Literal's order, as vLLM's argparse lists them), from that release on."""
 
-_CHUNKED = {(0, 9): ("pplx", "deepep_low_latency"), (0, 10): ("pplx", "deepep_low_latency"),
-            (0, 11): ("pplx", "deepep_low_latency"),
-            (0, 19): ("deepep_low_latency", "mori", "flashinfer_nvlink_two_sided", "nixl_ep")}
-"""The backends whose MoE layer runs DP-chunked, in the read releases (their minor series): ``fused_moe/layer.py::
-FusedMoE.forward_impl`` → ``forward_impl_chunked`` for pplx (0.9.0 on) and deepep_low_latency (0.9.1 on), 256 tokens
-per rank (``MOE_DP_CHUNK_SIZE`` in 0.9.0 and 0.9.1, ``VLLM_MOE_DP_CHUNK_SIZE`` from 0.9.2), read in 0.9.0–0.9.2 and
-0.10.0–0.10.2."""
+_PPLX_LL = ("pplx", "deepep_low_latency")
+_CHUNKED: tuple[tuple[tuple[int, int, int], tuple[str, ...]], ...] = (
+    ((0, 9, 0), _PPLX_LL),
+    ((0, 15, 0), (*_PPLX_LL, "mori")),
+    ((0, 16, 0), (*_PPLX_LL, "mori", "flashinfer_all2allv")),
+    ((0, 18, 0), ("deepep_low_latency", "mori", "flashinfer_nvlink_two_sided", "nixl_ep")),
+    ((0, 26, 0), ()),
+)
+"""The backends whose MoE layer runs DP-chunked (256 tokens per rank, ``MOE_DP_CHUNK_SIZE`` in 0.9.0/0.9.1, then
+``VLLM_MOE_DP_CHUNK_SIZE``), from each read release on: ``fused_moe/layer.py`` sends pplx (0.9.0 on) and
+deepep_low_latency (0.9.1 on) to ``forward_impl_chunked`` (read in 0.9.0–0.9.2, 0.10.0–0.10.2, 0.11.0), then its
+``use_dp_chunking`` (0.12.0–0.14.0) adds mori in 0.15.0 and flashinfer_all2allv in 0.16.0; 0.17.0's
+``runner/default_moe_runner.py::use_dp_chunking`` drops pplx (removed: it falls back), 0.18.0 and 0.19.0 chunk
+deepep_low_latency, mori, flashinfer_nvlink_two_sided (flashinfer_all2allv its alias) and nixl_ep; 0.26.0, 0.28.0 and
+0.33.0 have no DP chunking (no ``VLLM_MOE_DP_CHUNK_SIZE``). Releases not read take the last read before them."""
+
+
+def _chunked(ver: tuple[int, int, int]) -> tuple[str, ...]:
+    return next((c for v, c in reversed(_CHUNKED) if ver >= v), ())
 
 
 @dataclass(frozen=True)
@@ -114,15 +126,15 @@ def all2all_choice(ver: tuple[int, int, int], given: str | None) -> All2AllChoic
     backend, how = given or default, ("the default" if given is None else "the given") + " all2all_backend"
     if backend in ("naive", "pplx") and (ver >= (0, 19, 0) or (backend == "pplx" and ver >= (0, 17, 0))):
         backend, how = "allgather_reducescatter", f"{how} {given}, removed (config/parallel.py), falls back to"
-    if backend == "flashinfer_all2allv" and ver >= (0, 19, 0):
+    if backend == "flashinfer_all2allv" and ver >= (0, 18, 0):
         backend = "flashinfer_nvlink_two_sided"
     src = "config/parallel.py" if ver >= (0, 12, 0) else "envs.py VLLM_ALL2ALL_BACKEND"
     if backend in ("allgather_reducescatter", "naive"):
         return All2AllChoice(backend, given, "gathered", f"{how} {backend} ({src}), which gathers every DP rank's "
                              "profile rows into each MoE layer (distributed/device_communicators/all2all.py, "
                              f"{'AgRs' if backend != 'naive' else 'Naive'}All2AllManager; no DP chunking for it)")
-    if backend in _CHUNKED.get(ver[:2], ()):
-        where = ("runner/default_moe_runner.py::use_dp_chunking" if ver >= (0, 19, 0)
+    if backend in _chunked(ver):
+        where = ("runner/default_moe_runner.py::use_dp_chunking" if ver >= (0, 17, 0)
                  else "fused_moe/layer.py::FusedMoE.forward_impl_chunked")
         return All2AllChoice(backend, given, "chunked", f"{how} {backend}: the MoE layer runs DP-chunked, "
                              f"{DP_CHUNK_TOKENS} tokens per rank per call (VLLM_MOE_DP_CHUNK_SIZE; {where}, vLLM "
