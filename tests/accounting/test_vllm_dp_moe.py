@@ -91,3 +91,16 @@ def test_pre_015_per_call_caches_stay_chunked_at_32768_rows():
     rows = moe_profile_rows(m, 8192, 8, 8)
     assert rows == 65_536 and transient_workspace_bytes(m, (0, 11, 0), rows, 1, 8) == 1_476_395_008
     assert gathered_hidden_bytes(m, 8192, 8, 8) == 65_536 * 2048 * 2 == 268_435_456
+
+
+def test_0_12_to_0_14_per_call_caches_chunk_at_16384_rows():
+    # envs.py VLLM_FUSED_MOE_CHUNK_SIZE defaults to str(16 * 1024) in 0.12.0, 0.13.0 and 0.14.0 (32768 in 0.9.2–0.11.0),
+    # and fused_moe.py::fused_experts_impl takes CHUNK_SIZE from it: Qwen3-30B-A3B under EP at 65,536 rows,
+    # 16,384 × 8 × (max(2·768, 2,048) + 768) × 2 B = 738,197,504 B (half of 0.11.0's 1,476,395,008)
+    from kvledger.accounting.vllm_moe_workspace import transient_workspace, transient_workspace_bytes
+
+    m = load_model("Qwen/Qwen3-30B-A3B")
+    for ver in ((0, 12, 0), (0, 13, 0), (0, 14, 0)):
+        assert transient_workspace_bytes(m, ver, 65_536, 1, 8) == 738_197_504
+    assert transient_workspace_bytes(m, (0, 10, 1), 65_536, 1, 8) == 1_476_395_008
+    assert "16,384 tokens × top-8" in transient_workspace(m, (0, 14, 0), 65_536, 1, 8)[1]

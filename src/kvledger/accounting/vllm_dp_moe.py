@@ -16,7 +16,7 @@ Read in vLLM 0.19.0 and 0.33.0 (and the defaults in 0.9.0, 0.11.0, 0.13.0–0.17
   each GPU's MoE layer runs DP × max_num_batched_tokens rows (each TP rank of a DP rank the same ones; the
   sequence-parallel MoE split is opt-in). ``modular_kernel.py::_fused_experts`` sizes the kept workspaces with
   ``M_full`` = those rows (M_chunk = M_full: no chunking in 0.19 or 0.33), and 0.11–0.14's per-call Triton caches
-  take min(rows, VLLM_FUSED_MOE_CHUNK_SIZE).
+  take min(rows, VLLM_FUSED_MOE_CHUNK_SIZE: 32,768 to 0.11, 16,384 from 0.12).
 * No DP chunking for this backend: 0.19's ``runner/default_moe_runner.py::use_dp_chunking`` (VLLM_MOE_DP_CHUNK_SIZE
   256 rows per rank) holds only for deepep_low_latency, mori, flashinfer_nvlink_two_sided and nixl_ep; 0.33 has no
   DP chunking at all. Those backends (and deepep_high_throughput, whose rows follow the routing) need

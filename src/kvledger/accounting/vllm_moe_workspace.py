@@ -7,12 +7,13 @@ Two eras, read in the code:
   workspace1 (M, top_k, max(N/2, K)) and workspace2 (M, top_k, max(N, K)) in the activations' dtype, kept through
   the sampler (``kept_workspace_bytes``; ``vllm_moe_backend`` picks the FP8 kernel where it differs);
 * up to 0.14 the plain Triton path (read in 0.11.0: ``fused_moe/fused_moe.py::fused_experts_impl``) allocates its
-  caches on each call and frees them with it: ``cache13`` = M·top_k·max(N, K) elements (``intermediate_cache1``,
-  (M, top_k, N), and ``intermediate_cache3``, (M, top_k, K), share it: cache3 is written after cache1 is read) and
+  caches on each call and frees them with it: ``cache13`` = M·top_k·max(N, K) elements (``intermediate_cache1``, (M,
+  top_k, N), and ``intermediate_cache3``, (M, top_k, K), share it: cache3 is written after cache1 is read) and
   ``intermediate_cache2`` = (M·top_k, N/2), with M = min(tokens, VLLM_FUSED_MOE_CHUNK_SIZE) (``envs.py``: 32,768 by
-  default; longer batches run in chunks over the same caches). The output is written in place
-  (``fused_moe/layer.py::UnquantizedFusedMoEMethod.forward_cuda`` passes ``inplace=True``). A transient of the
-  forward only (``transient_workspace_bytes``): it raises the forward's peak, not the sampler's.
+  default in 0.9.2–0.11.0, 16 × 1024 = 16,384 in 0.12.0–0.14.0; longer batches run in chunks over the same caches).
+  The output is written in place (``fused_moe/layer.py::UnquantizedFusedMoEMethod.forward_cuda`` passes
+  ``inplace=True``). A transient of the forward only (``transient_workspace_bytes``): it raises the forward's peak,
+  not the sampler's.
 
 Both take N = 2·I_local (w13's rows: gate and up) and K = hidden. I_local is the layer's
 ``intermediate_size_per_partition`` = I // tp_size (``fused_moe/layer.py::FusedMoE.__init__``): I/TP without expert
@@ -27,12 +28,21 @@ from __future__ import annotations
 from kvledger.accounting.vllm_moe_backend import moe_workspace_term
 from kvledger.catalog.modelspec import ModelSpec
 
-__all__ = ["FUSED_MOE_CHUNK_SIZE", "moe_dims", "moe_local_intermediate", "kept_workspace_bytes",
+__all__ = ["FUSED_MOE_CHUNK_SIZE", "fused_moe_chunk_size", "moe_dims", "moe_local_intermediate",
+           "kept_workspace_bytes",
            "moe_workspace_bytes", "moe_workspace", "transient_workspace_bytes", "transient_workspace"]
 
 FUSED_MOE_CHUNK_SIZE = 32768
 """``VLLM_FUSED_MOE_CHUNK_SIZE``'s default in vLLM 0.11.0 (``envs.py``: ``os.getenv(..., "32768")``; its type stub
 says 64 × 1024, but the default read is 32,768): the tokens one ``fused_experts_impl`` chunk sizes its caches for."""
+FUSED_MOE_CHUNK_SIZE_16K_FROM = (0, 12, 0)
+"""The first release read whose default is ``str(16 * 1024)`` (``envs.py`` in 0.12.0, 0.13.0, 0.14.0; 0.9.2–0.11.0:
+"32768")."""
+
+
+def fused_moe_chunk_size(ver: tuple[int, int, int]) -> int:
+    """``VLLM_FUSED_MOE_CHUNK_SIZE``'s default in vLLM ``ver``: 32,768 up to 0.11, 16,384 from 0.12."""
+    return 16 * 1024 if tuple(ver) >= FUSED_MOE_CHUNK_SIZE_16K_FROM else FUSED_MOE_CHUNK_SIZE
 
 
 def moe_dims(model: ModelSpec) -> tuple[int, int]:
@@ -83,7 +93,7 @@ def transient_workspace_bytes(model: ModelSpec, ver: tuple[int, int, int], num_t
     if not model.is_moe or ver >= (0, 15, 0) or model.quant.method == "mxfp4":
         return 0.0
     i, h = moe_local_intermediate(model, tp, ep), model.hidden_size
-    m = min(num_tokens, FUSED_MOE_CHUNK_SIZE)
+    m = min(num_tokens, fused_moe_chunk_size(ver))
     return m * model.experts_per_token * (max(2 * i, h) + i) * model.dtype_bytes
 
 
@@ -94,10 +104,10 @@ def transient_workspace(model: ModelSpec, ver: tuple[int, int, int], num_tokens:
     if not b:
         return 0.0, ""
     i = moe_local_intermediate(model, tp, ep)
-    m = min(num_tokens, FUSED_MOE_CHUNK_SIZE)
+    m = min(num_tokens, fused_moe_chunk_size(ver))
     per = (f"whole experts, I {i:,.0f} (expert parallel: the MoE layers' tp_size 1, fused_moe/config.py::"
            f"FusedMoEParallelConfig.make)" if ep > 1 else f"I/TP {i:,.0f}")
     return b, (f"+ fused-MoE caches {m:,} tokens × top-{model.experts_per_token} × (max(2·{i:,.0f}, "
                f"{model.hidden_size:,}) + {i:,.0f}) × {model.dtype_bytes} B ({per}; freed after each call: "
                f"fused_moe/fused_moe.py::fused_experts_impl, chunked by VLLM_FUSED_MOE_CHUNK_SIZE "
-               f"{FUSED_MOE_CHUNK_SIZE:,}, read in vLLM 0.11.0)")
+               f"{fused_moe_chunk_size(ver):,}, envs.py of vLLM {'.'.join(map(str, ver))})")
