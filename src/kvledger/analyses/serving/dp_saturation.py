@@ -21,7 +21,7 @@ group kept up; in a lock-step run every rank slowed by one sent too much passes 
 growth counts only beyond the burst allowance of ``queue_growth`` — z × √(D × expected), D the dispersion of the
 rank's own arrivals and expected its own kept-up backlog, a Poisson count's spread — with z tightened for the ranks
 tested (``rank_z``): the single run's ``SUSTAINED_Z`` leaves a one-sided normal tail of 1 − Φ(3) = 0.00135, and
-Bonferroni shares it among the N ranks, z = Φ⁻¹(1 − 0.00135 ÷ N) (3.21 for 2 ranks, 3.59 for 8, 3.76 for 16), so that
+Bonferroni shares it among the N ranks, z = Φ⁻¹(1 − 0.00135 ÷ N) (3.21 for 2 ranks, 3.58 for 8, 3.76 for 16), so that
 some rank's bursts call the run saturated no more often than one run's bursts count a probe out. A rank whose queue
 grew within that allowance is not called saturated (its growth stays in ``rank_growths``).
 """
