@@ -27,18 +27,21 @@ def test_deepep_low_latency_is_taken_on_0_10_1_and_chunks_the_profile_rows():
     assert d["data_parallel"]["moe_profile_tokens"] == 512
 
 
-def _ct_config(tmp_path, weights: dict, acts: dict | None = None) -> str:
+def _llama8b_with(tmp_path, quantization_config: dict) -> str:
     import json
     from importlib import resources
 
     base = resources.files("kvledger.catalog") / "data/models/meta-llama--Meta-Llama-3.1-8B.json"
-    raw = json.loads(base.read_text())
-    group = {"targets": ["Linear"], "weights": weights} | ({"input_activations": acts} if acts else {})
-    raw["quantization_config"] = {"quant_method": "compressed-tensors", "config_groups": {"group_0": group},
-                                  "ignore": ["lm_head"]}
+    raw = json.loads(base.read_text()) | {"quantization_config": quantization_config}
     path = tmp_path / "config.json"
     path.write_text(json.dumps(raw))
     return str(path)
+
+
+def _ct_config(tmp_path, weights: dict, acts: dict | None = None) -> str:
+    group = {"targets": ["Linear"], "weights": weights} | ({"input_activations": acts} if acts else {})
+    return _llama8b_with(tmp_path, {"quant_method": "compressed-tensors", "config_groups": {"group_0": group},
+                                    "ignore": ["lm_head"]})
 
 
 FP8_W = {"num_bits": 8, "type": "float", "strategy": "channel", "symmetric": True, "dynamic": False}
@@ -81,3 +84,13 @@ def test_the_dp_note_names_the_release_s_default_all2all_backend():
 
     assert "(the default all2all_backend, naive, gathers every rank's rows;" in note("0.10.1")
     assert "(the default all2all_backend, allgather_reducescatter, gathers every rank's rows;" in note("0.11.0")
+
+
+def test_a_modelopt_fp8_checkpoint_on_a_t4_is_refused_for_its_method_before_its_fp8_kv(tmp_path):
+    # vLLM 0.27.0: VllmConfig builds the quantization config first (config/vllm.py::_get_quantization_config:
+    # ModelOptFp8Config.get_min_capability 80 > 75), before model init picks an attention backend for the checkpoint's
+    # FP8 KV cache (kv_cache_quant_algo FP8 → fp8_e4m3 under auto), so that is the refusal the server prints
+    cfg = _llama8b_with(tmp_path, {"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8"})
+    msg = refused("plan", cfg, "--gpu", "T4", "--engine-version", "0.27.0", "--max-model-len", "4096")
+    assert msg.startswith("vLLM 0.27.0 does not start: the quantization method modelopt needs compute capability 80 "
+                          "or more, this GPU has 75")

@@ -236,7 +236,7 @@ def _vllm_served(model: ModelSpec, gpu: GpuSpec, s: PlanSettings) -> tuple[Model
     ver = parse_version(s.engine_version or LATEST)
     kv_dtype, kv_why = resolve_auto_kv(model, s.kv_cache_dtype, ver)  # a ModelOpt checkpoint's FP8 KV under auto
     s = s if kv_dtype == s.kv_cache_dtype else s.model_copy(update={"kv_cache_dtype": kv_dtype})
-    check_fp8_kv(model, gpu, s.kv_cache_dtype, ver)
+    check_fp8_kv(model, gpu, s.kv_cache_dtype, ver, s.quantization)  # the weights' refusal first, as vLLM
     model = pre_mla_cache_model(model, ver)
     model = sparse_mla_cache_model(model, sparse_mla_choice(model, ver, gpu.arch, s.kv_cache_dtype, s.tp))
     s, ssm_note = with_ssm_dtype(model, s, ver)

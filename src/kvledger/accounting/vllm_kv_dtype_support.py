@@ -78,12 +78,21 @@ def _refusal(model: ModelSpec, gpu: GpuSpec, kv_cache_dtype: str,
     return None
 
 
-def check_fp8_kv(model: ModelSpec, gpu: GpuSpec, kv_cache_dtype: str, version: tuple[int, int, int]) -> None:
-    """Refuse an FP8 KV cache where vLLM ``version`` does (``fp8_kv_refusal``).
+def check_fp8_kv(model: ModelSpec, gpu: GpuSpec, kv_cache_dtype: str, version: tuple[int, int, int],
+                 quantization: str | None = None) -> None:
+    """Refuse an FP8 KV cache where vLLM ``version`` does (``fp8_kv_refusal``), after the refusal of the weights'
+    quantization (``--quantization`` ``quantization``) that vLLM makes first: ``config/vllm.py::VllmConfig``
+    builds the quantization config (``_get_quantization_config``, its capability check) before an attention backend
+    is chosen for the KV dtype (model init), so a ModelOpt FP8 checkpoint on a T4 fails on its method, not its KV.
 
     Raises:
-        EngineRefusalError: vLLM refuses this FP8 KV cache on this GPU for this model (exit 3).
+        EngineRefusalError: vLLM refuses this quantization, or this FP8 KV cache, on this GPU (exit 3).
     """
+    if _refusal(model, gpu, kv_cache_dtype, version) is not None:
+        from kvledger.catalog.quant_flag import scheme_for_flag
+        from kvledger.catalog.quant_rules import check_quant_release
+
+        check_quant_release(scheme_for_flag(model, quantization, version), quantization, version, gpu.arch)
     got = _refusal(model, gpu, kv_cache_dtype, version)
     if got is None:
         return
