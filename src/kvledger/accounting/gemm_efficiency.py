@@ -266,12 +266,12 @@ class MeasuredGemm:
     fraction × the curve's 4,096-token plateau (an assumption: no attention kernel was measured against the curve)."""
 
     def _init_gemm_curve(self, model, curve: GemmCurve | None) -> None:
-        """The curve where it applies (dense, BF16 weights), the layer's ΣN·K per GPU and attention's FLOP share
-        (``flops_fraction`` itself without a curve: the same float)."""
+        """The curve where it applies (dense, BF16 weights), the layer's ΣN·K per GPU, attention's FLOP share (without a
+        curve ``flops_fraction``) and the layer kernels with the curve, or an MoE model's where it was asked for."""
         self.gemm_curve = curve if curve is not None and curve_applies(model, self.gpu) else None
-        fit = layer_kernel_fit(self.gpu.gpu_id) if self.gemm_curve is not None and kernels_apply(model) else None
-        self.layer_kernels = None if fit is None else LayerKernels(fit, model, self.tp,
-                                                                   self.bw * self.bandwidth_fraction)
+        priced = self.gemm_curve is not None or (curve is not None and model.is_moe)
+        fit = layer_kernel_fit(self.gpu.gpu_id) if priced and kernels_apply(model) else None
+        self.layer_kernels = fit and LayerKernels(fit, model, self.tp, self.bw * self.bandwidth_fraction)
         self.gemm_nk = self.matmul_params / max(model.num_layers, 1)  # Σ N·K of one layer's weight GEMMs per GPU
         self._eff_cache: dict[float, float] = {}
         self.attn_fraction = self.flops_fraction if self.gemm_curve is None else (

@@ -215,11 +215,20 @@ def layer_ops(model) -> tuple[str, ...]:
     """The ops priced per layer (``OPS`` names, repeated): one per hidden-size norm weight of the first decoder layer
     (Llama's two; Gemma-2's four; phi-2's one, its attention and MLP in parallel), the first at Vidur's input norm's
     floor and the rest at its post-attention norm's; RoPE unless the model has none (OPT's learned positions); the
-    activation; one residual add. Per-head norms (Qwen3's q/k norms) are not counted."""
+    activation; one residual add. Per-head norms (Qwen3's q/k norms) are not counted. An MoE model whose MLPs are all
+    routed experts (Mixtral, Qwen3-MoE, gpt-oss) has no activation kernel of its own: vLLM runs it inside the fused-MoE
+    call (``fused_experts``' ``silu_and_mul``; matmul_ogs' fused SwiGLU), priced by the fused-MoE term (moe_kernel)."""
     norms = sum(1 for w in model.weights if re.search(r"\.0\.[^.]*(norm|ln)[^.]*\.weight$", w.path)
                 and w.numel == model.hidden_size) or 2
     out = ["input_layernorm"] + ["post_attention_layernorm"] * (norms - 1)
-    return tuple(out + (["attn_rope"] if model.rope_cache_bytes else []) + ["mlp_act", "add"])
+    act = ["mlp_act"] if not model.is_moe or _dense_mlp(model) else []
+    return tuple(out + (["attn_rope"] if model.rope_cache_bytes else []) + act + ["add"])
+
+
+def _dense_mlp(model) -> bool:
+    """Whether an MoE model has MLP weights outside its routed experts (a shared expert, dense layers)."""
+    return any(not w.expert and re.search(r"\.(gate_proj|up_proj|down_proj|gate_up_proj|fc1|fc2)\.weight$", w.path)
+               for w in model.weights)
 
 
 def rms_norms(model) -> bool:

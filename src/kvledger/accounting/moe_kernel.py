@@ -22,7 +22,8 @@ the step's tokens M ≤ E, else 64, E the rank's local experts under expert para
 move it with M the same way); a tuned config is priced at BLOCK_SIZE_M 16, the least padding its tuner timed
 (``moe_rows.tuned_block``: a larger block it kept ran no slower). MXFP4 experts below Hopper and FP8 experts below
 sm89 run the Marlin MoE kernel, whose block grows with the rows per expert (``moe_rows.marlin_block``: 8, 16, 32, 48
-or 64). Under uniform top-k routing an expert's count is c ~ Binomial(T, k/E) (each token picks k distinct experts),
+or 64); on Hopper triton_kernels' matmul_ogs, padded to ``moe_rows.ogs_block`` (16 … 128). Under uniform top-k
+routing an expert's count is c ~ Binomial(T, k/E) (each token picks k distinct experts),
 so the padded rows of a layer are E · E[⌈c/B⌉·B], computed exactly (the pmf over mean ± 12 σ; under expert parallelism
 the busiest rank's rows, moe_rows.py).
 FLOPs_pad = 2 · (3·H·I/TP) · those rows, and m = the padded rows per expert. Errors (mean / worst |predicted /
@@ -71,6 +72,7 @@ from importlib import resources
 
 import numpy as np
 
+from kvledger.accounting import moe_rows
 from kvledger.accounting.moe_rows import block_m, busiest_rank_rows, marlin_block, padded_rows_moments, tuned_block
 from kvledger.accounting.moe_terms import ep_read_imbalance, touched_fraction
 from kvledger.catalog.expert_placement import local_experts
@@ -253,6 +255,9 @@ class FusedMoePrices:
         q, arch = model.quant.method, self.gpu.arch
         self.marlin_moe = ((q == "mxfp4" and arch in ("sm75", "sm80", "sm86", "sm89"))
                            or (q == "fp8" and arch in ("sm75", "sm80", "sm86")))
+        # MXFP4 experts on Hopper: triton_kernels' matmul_ogs (vLLM 0.11.0 mxfp4.py :: get_mxfp4_backend, TRITON with
+        # triton_kernels installed, as the weights' low end takes), padded to its own block (moe_rows.ogs_block)
+        self.ogs_moe = q == "mxfp4" and arch == "sm90"
         self._moe_terms = model.is_moe and (self.moe_layers > 0 or ep > 1 or half_tokens > 0
                                             or self.expert_peak_flops != self.peak_flops)
         frac = model.experts_per_token / model.num_experts if model.is_moe else 0.0
@@ -278,6 +283,7 @@ class FusedMoePrices:
         k, e, ep = m.experts_per_token, m.num_experts, self.ep
         read = self.expert_bytes * self.experts_touched_fraction(num_tokens) * ep_read_imbalance(num_tokens, k, e, ep)
         block = (marlin_block(num_tokens, k, local_experts(e, ep)) if self.marlin_moe else
+                 moe_rows.ogs_block(num_tokens, k, e) if self.ogs_moe else
                  tuned_block(self.moe_config is not None and self.moe_config.tuned))
         rows = busiest_rank_rows(int(math.ceil(num_tokens)), k, e, ep, block)
         # the GPU's expert weights (params per token × E/k): 1/TP of all E, or n₀ whole experts = TP·n₀/E of that

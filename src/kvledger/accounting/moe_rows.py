@@ -32,7 +32,7 @@ import numpy as np
 from kvledger.accounting.moe_terms import tail
 from kvledger.catalog.expert_placement import local_experts
 
-__all__ = ["block_m", "marlin_block", "tuned_block", "padded_rows_moments", "busiest_rank_rows", "tail",
+__all__ = ["block_m", "marlin_block", "ogs_block", "tuned_block", "padded_rows_moments", "busiest_rank_rows", "tail",
            "largest_count", "rank_rows_cap", "COUNT_TAIL", "ENVELOPE_TOKENS"]
 
 COUNT_TAIL = 1e-9  # P(C > c_max) of one expert and layer: a count rarer than this has no real probability
@@ -57,6 +57,16 @@ def marlin_block(tokens: float, top_k: int, experts: int) -> int:
         if tokens * top_k / experts / b < 0.9:
             return b
     return 64
+
+
+def ogs_block(tokens: float, top_k: int, experts: int) -> int:
+    """block_m of triton_kernels' ``matmul_ogs`` (the MoE GEMMs vLLM 0.10.1–0.11 and SGLang run for MXFP4 experts on
+    Hopper) for a step of ``tokens`` tokens: max(16, min(next_pow2(⌊T·k/E⌋), 128)) rows, the expected rows per expert
+    rounded up to a power of two (``matmul_ogs_details/opt_flags.py :: make_default_opt_flags_nvidia`` at the triton
+    3.4–3.5 tags, whose routing leaves ``expected_tokens_per_expt`` unset, so m // n_expts_tot with m = T·k gathered
+    rows). Each expert's rows are padded to it (the routing's ``block_pid_map``), as ``moe_align_block_size`` pads."""
+    per_expert = max(1, int(tokens * top_k) // experts)
+    return max(16, min(1 << (per_expert - 1).bit_length(), 128))
 
 
 def tuned_block(tuned: bool) -> int:

@@ -211,11 +211,12 @@ class RooflineStepCost(DecodePrices, MeasuredGemm, FusedMoePrices):
         if self.moe_layers:  # the fused-MoE kernel term (moe_kernel.py) prices the routed experts
             return StepCosts(matmul, attn, self.weight_read_bytes(T), kv_bytes, pf_attn, pf_kv, self.allreduce_s(T),
                              ef, imb, a2a_s, host, expert_bytes=self.expert_bytes * self.experts_touched_fraction(T),
-                             moe_kernel_s=self.moe_kernel_s(T))
+                             moe_kernel_s=self.moe_kernel_s(T), layer_kernels_s=self.layer_kernels_s(T))
         eta = grouped_gemm_efficiency(tokens_per_expert(T, m.experts_per_token, m.num_experts),
                                       self.grouped_gemm_half_tokens)
         return StepCosts(matmul, attn, self.weight_read_bytes(T), kv_bytes, pf_attn, pf_kv, self.allreduce_s(T),
-                         ef, imb / eta if eta > 0 else float("inf"), a2a_s, host)
+                         ef, imb / eta if eta > 0 else float("inf"), a2a_s, host,
+                         layer_kernels_s=self.layer_kernels_s(T))
 
     def host_s(self, num_seqs: float) -> float:
         """Host time in series with the GPU of a step over ``num_seqs`` sequences, s (0.0 when neither term is set)."""
