@@ -244,9 +244,9 @@ def kernel_words(ops: tuple[str, ...]) -> str:
     fused in), RoPE and activation"."""
     norms = sum(op.endswith("layernorm") for op in ops)
     first = f"{norms} norm" + ("s" if norms != 1 else "") + ("" if "add" in ops else " (the residual add fused in)")
-    parts = [first] + (["RoPE"] if "attn_rope" in ops else []) + ["activation"]
-    if "add" in ops:
-        return ", ".join(parts) + " and add"
+    parts = [first] + (["RoPE"] if "attn_rope" in ops else []) + (["activation"] if "mlp_act" in ops else [])
+    if "add" in ops or len(parts) == 1:
+        return ", ".join(parts) + " and add" * ("add" in ops)
     return ", ".join(parts[:-1]) + " and " + parts[-1]
 
 

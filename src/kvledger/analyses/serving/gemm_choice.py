@@ -7,7 +7,7 @@ from typing import Any
 
 from kvledger.errors import InputError
 
-__all__ = ["gemm_mode", "gemm_curve_of"]
+__all__ = ["gemm_mode", "gemm_curve_of", "layer_kernels_words"]
 
 
 def gemm_mode(a: Any, prof) -> str:
@@ -42,3 +42,13 @@ def gemm_curve_of(a: Any, gpu, prof):
     from kvledger.accounting.gemm_efficiency import gemm_curve
 
     return gemm_curve(gpu.gpu_id)
+
+
+def layer_kernels_words(lk: Any) -> str:
+    """The layer-kernel term (``layer_kernels.LayerKernels``) in words, with its floors' source and error."""
+    from kvledger.accounting.layer_kernels import kernel_words
+
+    bw = "the faster of the bandwidth share and the profiles' own" if lk.fit.bytes_at_fit else "the bandwidth share"
+    return (f"; then each layer's {kernel_words(lk.ops)} kernels, max(floor, activation bytes at {bw}) "
+            f"({lk.step_s(1) * 1e3:.2f} ms a step at 1 token): floors from {lk.fit.source}, "
+            f"per-layer sum off by {lk.fit.loso_median:.1%} leaving a shape out (median)")

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from kvledger.accounting.expert_parallel import ep_size
-from kvledger.accounting.layer_kernels import kernel_words
 from kvledger.accounting.sglang_steps import GraphPaddedStepCost
 from kvledger.accounting.step_term_notes import step_term_notes
 from kvledger.accounting.tp_comm import (
@@ -18,7 +17,7 @@ from kvledger.accounting.tp_comm import (
     over_pcie,
 )
 from kvledger.accounting.tp_network import span_data, span_words
-from kvledger.analyses.serving.gemm_choice import gemm_curve_of, gemm_mode
+from kvledger.analyses.serving.gemm_choice import gemm_curve_of, gemm_mode, layer_kernels_words
 
 __all__ = ["disagreement_note", "gpu_profile_of", "roofline_step_cost", "link_data", "LINK_GIVEN",
            "UNCALIBRATED_PRICED_BY"]
@@ -176,22 +175,19 @@ def _gemm_hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any) -> s
         text = (f"; the measured GEMM efficiency against tokens per step and N·K: {curve.source}, leave-one-shape-out "
                 f"error {curve.loso_abs:.3f} of peak (attention at the FLOP fraction × its {curve.grid[-1]:,}-token "
                 "plateau, an assumption)")
-        lk = getattr(cost, "layer_kernels", None)
-        if lk is not None:
-            bw = "the faster of the bandwidth share and the profiles' own" if lk.fit.bytes_at_fit else \
-                "the bandwidth share"
-            text += (f"; then each layer's {kernel_words(lk.ops)} kernels, max(floor, activation bytes at {bw}) "
-                     f"({lk.step_s(1) * 1e3:.2f} ms a step at 1 token): floors from {lk.fit.source}, "
-                     f"per-layer sum off by {lk.fit.loso_median:.1%} leaving a shape out (median)")
+        if getattr(cost, "layer_kernels", None) is not None:
+            text += layer_kernels_words(cost.layer_kernels)
         elif getattr(cost, "gemm_curve", None) is not None:
             text += ("; no layer-kernel term: a hybrid model's other layers (Mamba, linear attention) run kernels "
                      "not measured")
         return text
     if offered is not None:
+        lk = getattr(cost, "layer_kernels", None)  # an MoE model's norms, RoPE and add (layer_kernels.layer_ops)
         return ("; flat: the GPU's measured GEMM efficiency is of dense BF16 GEMMs, and this model's are "
                 + ("MoE grouped GEMMs" if plan.model.is_moe else f"{cost.model.quant.method}-quantized weights")
                 + ", not measured" + (f" (the profile's {prof.flops_fraction:g} scales the flat default 0.7 here)"
-                                      if prof is not None and prof.gemm_efficiency == "measured" else ""))
+                                      if prof is not None and prof.gemm_efficiency == "measured" else "")
+                + (layer_kernels_words(lk) if lk is not None else ""))
     from kvledger.accounting.gemm_efficiency import curve_span
 
     span = curve_span(plan.model, plan.gpu, cost.gemm_nk, bundled=False) if prof is None else None
