@@ -18,6 +18,7 @@ from typing import Any
 
 from kvledger.errors import FormatError
 from kvledger.evidence.jsonl_cut import line_cut_off
+from kvledger.evidence.prometheus_text import scrape_summary
 
 __all__ = ["Document", "load_document", "number", "amount", "positive", "percentile", "latency_s", "count",
            "TIME_UNITS_S", "to_seconds", "top_keys", "looks_like_log", "yaml_docs"]
@@ -83,7 +84,7 @@ def load_document(path: str | Path) -> Document:
         first_err = err
     except RecursionError:
         raise FormatError(name, "JSON nested too deeply to be a benchmark output") from None
-    if looks_like_log(text):  # a server log is text, whatever JSON, YAML or CSV its first lines happen to parse as
+    if looks_like_log(text) or scrape_summary(text):  # a log or /metrics scrape is text, whatever CSV it parses as
         return Document(name, "text", text)
     if first_err.msg == "Extra data" or _first_line_is_json(text):
         values, lines = [], []

@@ -17,6 +17,7 @@ from kvledger.errors import FormatError
 from kvledger.evidence._arrays import has_details
 from kvledger.evidence._io import Document, looks_like_log, top_keys
 from kvledger.evidence.kvledger_records import looks_like_records
+from kvledger.evidence.prometheus_text import SCRAPE_ADVICE, scrape_summary
 
 __all__ = ["FORMAT_DESCRIPTIONS", "detect_format", "describe_content", "unknown_format_message"]
 
@@ -181,6 +182,9 @@ def describe_content(doc: Document) -> str:
             return (f"It is a server log, not a benchmark output (a vLLM log is read by `kvledger doctor LOGFILE`); "
                     f"first "
                     f"line: {first[:80]!r}")
+        scrape = scrape_summary(doc.value)
+        if scrape:
+            return f"It is {scrape}, not a benchmark output: {SCRAPE_ADVICE}"
         kind = "Markdown" if first.startswith("#") or "](" in doc.value else "plain text"
         return f"It is {kind}, not JSON, JSON Lines or CSV; first line: {first[:80]!r}"
     if doc.kind == "yaml":

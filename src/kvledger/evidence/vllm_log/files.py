@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from kvledger.errors import FormatError, InputError
+from kvledger.evidence.prometheus_text import SCRAPE_ADVICE
 from kvledger.evidence.vllm_log.engines import ENGINE_NAMES
 from kvledger.evidence.vllm_log.restarts import parse_vllm_log
 from kvledger.evidence.vllm_log.types import VllmLog
@@ -25,6 +26,8 @@ def require_vllm(log: VllmLog) -> VllmLog:
             line that identified it), or
             a file with no vLLM start-up, metrics or preemption lines.
     """
+    if log.not_a_log and log.not_a_log.startswith("a Prometheus"):
+        raise UnsupportedLogError(log.source, f"this is {log.not_a_log}, not a vLLM server log: {SCRAPE_ADVICE}")
     if log.not_a_log:
         raise UnsupportedLogError(log.source, f"this is {log.not_a_log}, not a vLLM server log: no line carries vLLM's "
                                   "logger header ('INFO 03-21 20:15:45 [gpu_worker.py:267] …'), so vLLM messages "

@@ -1,4 +1,4 @@
-"""Input that is not a server log at all: a table (CSV/TSV) or JSON handed to ``doctor``.
+"""Input that is not a server log at all: a table (CSV/TSV), JSON or a Prometheus scrape handed to ``doctor``.
 
 What every real vLLM log holds is text lines as vLLM's logger prints them — a header (``INFO 03-21 20:15:45
 [gpu_worker.py:267]``) before each message, or, in a post trimmed to the messages, the messages alone. A file with no
@@ -13,6 +13,8 @@ from __future__ import annotations
 import csv
 import json
 import re
+
+from kvledger.evidence.prometheus_text import scrape_summary
 
 __all__ = ["not_a_log"]
 
@@ -56,4 +58,4 @@ def not_a_log(lines: list[str], headed_lines: int, first: int = 1) -> str | None
     sample = [ln for ln in lines[:max(0, _SAMPLE + 1 - first)] if ln.strip()]
     if not sample:
         return None
-    return _json("\n".join(lines)) or _table(sample)
+    return _json("\n".join(lines)) or scrape_summary("\n".join(sample)) or _table(sample)

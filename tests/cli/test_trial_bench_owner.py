@@ -1,0 +1,55 @@
+"""What an inference engineer with their own vLLM measurements (bench results at several rates, the server's log and
+its Prometheus /metrics scrapes) tripped over on a first try, each pinned."""
+
+from __future__ import annotations
+
+from cli_run import refused
+
+# A vLLM OpenAI server's /metrics as `curl localhost:8000/metrics` saves it: the series vllm/v1/metrics/loggers.py
+# (PrometheusStatLogger) exports, in the Prometheus text exposition format (# HELP, # TYPE, then samples whose labels
+# hold commas). 5 metrics: 3 gauges, 1 counter, 1 histogram (its _bucket, _count and _sum samples are one metric).
+_LABELS = 'engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"'
+SCRAPE = f"""# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{{{_LABELS}}} 12.0
+# HELP vllm:num_requests_waiting Number of requests waiting to be processed.
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{{{_LABELS}}} 0.0
+# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{{{_LABELS}}} 0.0123
+# HELP vllm:num_preemptions_total Cumulative number of preemption from the engine.
+# TYPE vllm:num_preemptions_total counter
+vllm:num_preemptions_total{{{_LABELS}}} 0.0
+# HELP vllm:time_to_first_token_seconds Histogram of time to first token in seconds.
+# TYPE vllm:time_to_first_token_seconds histogram
+vllm:time_to_first_token_seconds_bucket{{engine="0",le="0.02",model_name="meta-llama/Llama-3.1-8B-Instruct"}} 3000.0
+vllm:time_to_first_token_seconds_bucket{{engine="0",le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct"}} 3707.0
+vllm:time_to_first_token_seconds_count{{{_LABELS}}} 3707.0
+vllm:time_to_first_token_seconds_sum{{{_LABELS}}} 78.6
+"""
+NAMED = ("a Prometheus /metrics scrape (text exposition format; 5 vLLM metrics, e.g. vllm:num_requests_running, "
+         "vllm:num_requests_waiting)")
+
+
+def test_a_metrics_scrape_is_named_as_one_with_what_to_give_instead(tmp_path):
+    # was: goodput/validate/calibrate called it "Markdown" (its first line starts with '#'), doctor "no vLLM log
+    # lines … Is this a vLLM server log?": neither said what the file is nor what to give instead
+    f = tmp_path / "metrics.txt"
+    f.write_text(SCRAPE)
+    for cmd in (["goodput", str(f), "--slo", "ttft=200ms"], ["validate", str(f)], ["calibrate", str(f)]):
+        msg = refused(*cmd)
+        assert f"It is {NAMED}, not a benchmark output" in msg, msg
+        assert "Markdown" not in msg and "`vllm bench serve --save-result`" in msg
+    msg = refused("doctor", str(f))
+    assert f"this is {NAMED}, not a vLLM server log" in msg, msg
+    assert "kvledger doctor -" in msg and "no vLLM log lines" not in msg
+
+
+def test_a_scrape_without_help_lines_is_not_read_as_a_csv_table(tmp_path):
+    # the samples alone (a scrape filtered with grep -v '^#'): the labels' commas made it a "CSV" whose keys were the
+    # first sample line; the metric count is the same 5
+    f = tmp_path / "metrics.prom"
+    f.write_text("\n".join(ln for ln in SCRAPE.splitlines() if not ln.startswith("#")) + "\n")
+    assert f"It is {NAMED}" in refused("goodput", str(f), "--slo", "ttft=200ms")
+    assert f"this is {NAMED}" in refused("doctor", str(f))
