@@ -127,7 +127,8 @@ def test_a_latencys_rows_share_one_unit():
     con = Console(width=200, record=True)
     render_validation(r, con)
     out = " ".join(con.export_text().split())
-    assert "│ TTFT p50 │ 9.44 s │ 0.05 s │" in out and "│ TTFT p90 │ 16.85 s │ 0.09 s │" in out
+    # a figure below 1 s in an s column keeps three significant figures (was "0.05 s", "0.09 s")
+    assert "│ TTFT p50 │ 9.44 s │ 0.0514 s │" in out and "│ TTFT p90 │ 16.85 s │ 0.0900 s │" in out
     assert "│ TPOT mean │ 37.3 ms │ 15.0 ms │" in out
 
 

@@ -39,3 +39,38 @@ def test_slow_rates_keep_three_significant_figures():
     assert fmt_value(0.0202, "req/s", 0.0250) == "0.0202 req/s"
     assert fmt_value(0.5, "req/s") == "0.500 req/s" and fmt_value(6.55, "req/s") == "6.55 req/s"
     assert fmt_value(0.0, "req/s") == "0.00 req/s"  # nothing served: as before
+
+
+def test_a_sub_second_latency_in_a_seconds_column_keeps_three_significant_figures():
+    from kvledger.analyses.serving.prediction_bands import PredictionBand
+    from kvledger.report.validation_figures import band_span
+
+    # inference-sim-training's Llama-2-7B sweep on H100 replayed at vLLM 0.11.0: the 8 req/s stage measured a mean TTFT
+    # of 27.1 ms against a simulated 14.5 ms (−46.4%), while the 20 req/s stage's replay queued to 11.66 s, so the
+    # column is in s. At two decimals the row read "0.03 s │ 0.01 s │ −46.4%" beside a band "12.8–50.4 ms": two
+    # figures 46% apart printed one digit each, the band in another unit than the figures it judges
+    assert fmt_value(0.0271, "s", 11.66) == "0.0271 s"
+    assert fmt_value(0.01452, "s", 11.66) == "0.0145 s"
+    assert fmt_value(0.0519, "s", 11.66) == "0.0519 s"
+    assert fmt_value(11.66, "s", 0.0519) == "11.66 s" and fmt_value(0.0, "s", 11.66) == "0.00 s"
+    band = PredictionBand(predicted=0.01452, low=0.0128, high=0.0504, regime="uncalibrated/dense/vllm", num_runs=31,
+                          source="error_bands.json", unit="s")
+    assert band_span(band, "s", 11.66) == "0.0128–0.0504 s"
+
+
+def test_a_sweep_band_takes_the_unit_of_the_figures_it_judges():
+    from types import SimpleNamespace as NS
+
+    from kvledger.report.sweep_view import _column_tops
+
+    # the same sweep: its TTFT column tops at the 11.66 s replay, its TTFT bands at 0.0504 s; the band column used to
+    # take its own top (ms: "12.8–50.4 ms") beside figures in s; now it takes the larger, 11.66 s, as its figures do
+    rows = [[NS(metric="TTFT mean", measured=0.0271, predicted=0.01452), NS(metric="TPOT mean", measured=0.0082,
+                                                                            predicted=0.0091)],
+            [NS(metric="TTFT mean", measured=0.0519, predicted=11.66), NS(metric="TPOT mean", measured=0.0166,
+                                                                          predicted=0.0265)]]
+    runs = [NS(comparison=NS(rows=r)) for r in rows]
+    bands = NS(ttft_mean=[NS(low=0.0128, high=0.0504), None], tpot_mean=[NS(low=0.0081, high=0.0097),
+                                                                        NS(low=0.0237, high=0.0282)])
+    top = _column_tops(NS(runs=runs, bands=bands), ["TTFT mean", "TPOT mean"])
+    assert top == {"TTFT mean": 11.66, "TPOT mean": 0.0265, "ttft_mean": 11.66, "tpot_mean": 0.0282}

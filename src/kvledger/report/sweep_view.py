@@ -65,15 +65,17 @@ def _head(metric: str) -> str:
 
 def _column_tops(r: SweepValidation, shown: list[str]) -> dict[str, float]:
     """The largest figure of each latency column of the table (``shown``: its measured columns, by metric; a band's
-    column, by its ``_LATENCY`` key, its bands' ends), so that each column prints in one unit (``fmt_value``)."""
+    column, by its ``_LATENCY`` key, its bands' ends and its metric's figures), so that each column prints in one unit, and
+    a band in the unit of the figures beside it (``fmt_value``)."""
     out: dict[str, float] = {}
     for m in shown:
         vals = [abs(v) for run in r.runs for x in run.comparison.rows if x.metric == m
                 for v in (x.measured, x.predicted) if v]
         out[m] = max(vals, default=0.0)
-    for key in _LATENCY.values():
+    for metric, key in _LATENCY.items():  # a band in its figures' unit: 0.0128–0.0504 s beside 0.0271 s, not in ms
         bands = [x for x in (getattr(r.bands, key) if r.bands is not None else []) if x is not None]
         out[key] = max((max(abs(x.low), abs(x.high)) for x in bands), default=0.0)
+        out[key] = max(out[key], out.get(metric, 0.0))
     return out
 
 

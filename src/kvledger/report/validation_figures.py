@@ -30,7 +30,10 @@ def fmt_value(v: float | None, unit: str, beside: float | None = None) -> str:
         return "—"
     size = max(abs(v), abs(beside)) if beside is not None else abs(v)
     if unit == "s":
-        return f"{v * 1e3:,.1f} ms" if size < 10 else f"{v:,.2f} s"
+        if size < 10:
+            return f"{v * 1e3:,.1f} ms"
+        # in s beside a larger figure: three significant figures below 1 s (0.0271 s, not "0.03 s" beside "0.02 s")
+        return f"{v:.{2 - math.floor(math.log10(abs(v)))}f} s" if 0 < abs(v) < 1 else f"{v:,.2f} s"
     if unit == "fraction":
         return f"{v:.1%}"
     if 0 < size < 1:  # a slow run (0.025 req/s): three significant figures, not "0.03 req/s" beside "0.03 req/s"
