@@ -65,8 +65,8 @@ def _head(metric: str) -> str:
 
 def _column_tops(r: SweepValidation, shown: list[str]) -> dict[str, float]:
     """The largest figure of each latency column of the table (``shown``: its measured columns, by metric; a band's
-    column, by its ``_LATENCY`` key, its bands' ends and its metric's figures), so that each column prints in one unit, and
-    a band in the unit of the figures beside it (``fmt_value``)."""
+    column, by its ``_LATENCY`` key, its bands' ends and its metric's figures), so that each column prints in one
+    unit, and a band in the unit of the figures beside it (``fmt_value``)."""
     out: dict[str, float] = {}
     for m in shown:
         vals = [abs(v) for run in r.runs for x in run.comparison.rows if x.metric == m
