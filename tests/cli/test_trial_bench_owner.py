@@ -3,7 +3,10 @@ its Prometheus /metrics scrapes) tripped over on a first try, each pinned."""
 
 from __future__ import annotations
 
-from cli_run import refused
+import re
+from pathlib import Path
+
+from cli_run import refused, run_cli
 
 # A vLLM OpenAI server's /metrics as `curl localhost:8000/metrics` saves it: the series vllm/v1/metrics/loggers.py
 # (PrometheusStatLogger) exports, in the Prometheus text exposition format (# HELP, # TYPE, then samples whose labels
@@ -53,3 +56,22 @@ def test_a_scrape_without_help_lines_is_not_read_as_a_csv_table(tmp_path):
     f.write_text("\n".join(ln for ln in SCRAPE.splitlines() if not ln.startswith("#")) + "\n")
     assert f"It is {NAMED}" in refused("goodput", str(f), "--slo", "ttft=200ms")
     assert f"this is {NAMED}" in refused("doctor", str(f))
+
+
+def test_the_best_of_several_runs_from_percentiles_is_not_named_where_a_rival_may_pass_it():
+    # InferenceX's three GLM-5-FP8 runs (vllm bench serve aggregates, no per-request arrays) under ttft ≤ 500 ms,
+    # tpot ≤ 50 ms: only bounds. conc4: 40 requests, ttft median 265 ms ≤ 500 < p99 585 ms → ≥ 20 and ≤ 39 within,
+    # tpot p99 26.45 ms ≤ 50 → ≥ 39; joint lower bound 40 − 20 − 1 = 19 good over 31.082 s = 0.611 good req/s, the
+    # largest lower bound.
+    # conc16: 160 requests, median ≤ SLO < p99 for both → 0 to 158 good over 50.746 s: up to 158/50.746 = 3.114;
+    # conc64: up to 320 good over 123.55 s (640 ÷ 5.180 req/s) = 2.590. Was "the best of 3 runs: #2", a run that may
+    # serve a fifth of what the others do
+    data = Path(__file__).resolve().parents[1] / "evidence" / "data" / "inferencex"
+    files = [str(data / f"inferencex_glm5_fp8_vllm_tp8_isl1024_osl128_conc{c}.json") for c in (16, 4, 64)]
+    first = run_cli("goodput", *files, "--slo", "ttft=500ms,tpot=50ms").output.split("\nSLO: ")[0]
+    first = re.sub(r"\s+", " ", first)
+    assert first.startswith("answer: ≥0.611 good req/s (≥47.5% of 40 requests within the SLO) — zai-org/GLM-5-FP8, "
+                            "#2 inferencex_glm5_fp8_vllm_tp8_isl1024_osl128_conc4.json: the largest lower bound of 3 "
+                            "runs, not necessarily the best: from their percentiles, #1 may reach 3.114, #3 may reach "
+                            "2.590 good req/s at most, more than its 0.611"), first
+    assert "the best of 3 runs" not in first

@@ -86,6 +86,21 @@ def single_answer(r: Any) -> str:
             f"{r.num_requests:,} requests within the SLO)" + (f" — {what}" if what else ""))
 
 
+def _rivals(results: list[Any], k: int, ks: list[int]) -> str:
+    """Where run ``k``'s goodput is a lower bound (an estimate from percentiles), the runs among ``ks`` whose upper
+    bound (``GoodputResult.at_upper_bound``: every request its percentiles leave open counted good) passes it, said
+    with that bound; "" when none does, so that ``k`` is the best whichever way the open requests fall."""
+    low = results[k - 1].goodput_req_per_s or 0.0
+    up = {j: results[j - 1].at_upper_bound() for j in ks if j != k and not results[j - 1].exact_count}
+    over = [f"#{j} may reach {u.goodput_req_per_s:,.3f}" for j, u in up.items()
+            if u is not None and (u.goodput_req_per_s or 0.0) > low]
+    if not over:
+        return ""
+    return (f"from their percentiles, {', '.join(over)} good req/s at most, more than its {low:,.3f}, so which run "
+            "serves the most within the SLO is not settled by these files (per-request times settle it: vLLM's "
+            "--save-detailed, for one)")
+
+
 def best_answer(results: list[Any], empty: dict[int, str]) -> str:
     """Several runs' answer, first: ``single_answer`` of the one with the most good req/s among those where some
     request completed (``empty``: those without), named as its section below is. Runs of different models, or of one
@@ -97,6 +112,10 @@ def best_answer(results: list[Any], empty: dict[int, str]) -> str:
     measured = [k for k in range(1, len(results) + 1) if k not in empty]
     if not deployments_differ(results):
         k = best(measured)
+        rivals = _rivals(results, k, measured)
+        if rivals:
+            return (f"{single_answer(results[k - 1])}, {run_name(k, results[k - 1])}: the largest lower bound of "
+                    f"{len(results)} runs, not necessarily the best: {rivals} (each run in the table)")
         return (f"{single_answer(results[k - 1])}; the best of {len(results)} runs: {run_name(k, results[k - 1])} "
                 "(each run in the table)")
     by_model: dict[str, list[int]] = {}
