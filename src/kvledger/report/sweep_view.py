@@ -195,6 +195,18 @@ def _knee_lines(r: SweepValidation) -> list[str]:
     return out
 
 
+def _knee_spacing(r: SweepValidation, km: float | None, kp: float | None) -> str:
+    """"both read between the stages at A and B: …; " where both knees fall between the same two stages, whose
+    spacing, not the error printed, is how well the sweep places them (``knee_resolution`` says it in full); ""."""
+    rates = sorted(r.rates if r.clients is None else r.clients)
+    a = _bracket(rates, km) if km is not None and kp is not None else None
+    if a is None or a != _bracket(rates, kp) or not a[1] > a[0]:
+        return ""
+    f = fmt_rate if r.clients is None else (lambda v: f"{v:,.0f}")
+    return (f"both interpolated between the stages at {f(a[0])} and {f(a[1])} {_unit(r)}: they agree to within the "
+            f"sweep's spacing of {f(a[1] - a[0])} {_unit(r)}, not to the error shown; ")
+
+
 def _answer_lines(r: SweepValidation) -> list[str]:
     """The sweep's answer, printed above its table: the measured and simulated knee, and the saturation throughput
     (the largest over the stages) with its band (rich markup, escaped)."""
@@ -207,7 +219,8 @@ def _answer_lines(r: SweepValidation) -> list[str]:
 
     km, kp = (m.knee_req_per_s, p.knee_req_per_s) if r.clients is None else (m.knee_clients, p.knee_clients)
     err = "" if km is None or kp is None or not km else f", error {kp - km:+.2f} {_unit(r)} ({fmt_error(kp / km - 1)})"
-    out = [f"knee ({escape(r.knee_rule)}): measured {knee(km)}, simulated {knee(kp)}{err} (no error band)"]
+    out = [f"knee ({escape(r.knee_rule)}): measured {knee(km)}, simulated {knee(kp)}{err} "
+           f"({_knee_spacing(r, km, kp)}no error band)"]
     if m.saturation_throughput_req_per_s and p.saturation_throughput_req_per_s:
         b = r.bands
         band = ("" if b is None else f" (no error band: {b.throughput_note})" if b.saturation_throughput is None
