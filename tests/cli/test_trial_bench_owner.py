@@ -75,3 +75,16 @@ def test_the_best_of_several_runs_from_percentiles_is_not_named_where_a_rival_ma
                             "runs, not necessarily the best: from their percentiles, #1 may reach 3.114, #3 may reach "
                             "2.590 good req/s at most, more than its 0.611"), first
     assert "the best of 3 runs" not in first
+
+
+def test_validate_names_the_gpu_profile_that_priced_the_run_as_simulate_does():
+    # LLMServingSim's Qwen3-32B run at TP 2 on the RTX PRO 6000 (bundled public run) is priced by the GPU's bundled
+    # profile, fitted on Llama-3.1-8B at TP 1. simulate says so on its "priced by" line; validate printed only
+    # "priced by: gpu", a scope name a first-time user cannot read, and not which profile or what it was fitted on
+    run = str(Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "public-runs"
+              / "llmservingsim-rtxpro6000-qwen3-32b" / "vllm")
+    out = " ".join(run_cli("validate", run, "--gpu", "RTX PRO 6000").output.split())  # lines wrapped at 250 columns
+    assert ("at TP 2 step cost: roofline (priced by: gpu: GPU profile bundled:rtx-pro-6000.json (fitted on "
+                    "Llama-3.1-8B/vllm; vLLM 0.19.0); this run (Qwen/Qwen3-32B TP 2) is not what it was fitted on "
+                    "(meta-llama/Llama-3.1-8B (config of meta-llama/Meta-Llama-3.1-8B) TP 1): its fractions carry to "
+                    "it, its bands are no narrower than the cross-model ones; its source under the figures) predicted vs measured") in out, out[:900]

@@ -78,8 +78,9 @@ def step_cost_line(r: RunValidation) -> str:
     """``step cost: NAME (priced by: SCOPE; its source under the figures)`` of a validated run (rich markup,
     escaped): what single-run ``validate`` prints under its header and ``validate --sweep`` once above its table;
     the source is ``step_cost_source(r)``, under the figures."""
-    return (f"step cost: {escape(str(r.step_cost.get('name')))} (priced by: {escape(str(r.scope))}; "
-            f"{SOURCE_BELOW})")
+    # a calibration named as simulate names it ("gpu: GPU profile FILE (fitted on …)"), not the bare scope "gpu"
+    scope = str(r.scope) if r.scope == "uncalibrated" else str(r.step_cost.get("priced_by") or r.scope)
+    return f"step cost: {escape(str(r.step_cost.get('name')))} (priced by: {escape(scope)}; {SOURCE_BELOW})"
 
 
 def step_cost_source(r: RunValidation) -> str:
