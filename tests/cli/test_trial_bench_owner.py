@@ -85,6 +85,7 @@ def test_validate_names_the_gpu_profile_that_priced_the_run_as_simulate_does():
               / "llmservingsim-rtxpro6000-qwen3-32b" / "vllm")
     out = " ".join(run_cli("validate", run, "--gpu", "RTX PRO 6000").output.split())  # lines wrapped at 250 columns
     assert ("at TP 2 step cost: roofline (priced by: gpu: GPU profile bundled:rtx-pro-6000.json (fitted on "
-                    "Llama-3.1-8B/vllm; vLLM 0.19.0); this run (Qwen/Qwen3-32B TP 2) is not what it was fitted on "
-                    "(meta-llama/Llama-3.1-8B (config of meta-llama/Meta-Llama-3.1-8B) TP 1): its fractions carry to "
-                    "it, its bands are no narrower than the cross-model ones; its source under the figures) predicted vs measured") in out, out[:900]
+            "Llama-3.1-8B/vllm; vLLM 0.19.0); this run (Qwen/Qwen3-32B TP 2) is not what it was fitted on "
+            "(meta-llama/Llama-3.1-8B (config of meta-llama/Meta-Llama-3.1-8B) TP 1): its fractions carry to "
+            "it, its bands are no narrower than the cross-model ones; its source under the figures) "
+            "predicted vs measured") in out, out[:900]
