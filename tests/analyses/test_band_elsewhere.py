@@ -15,7 +15,7 @@ from kvledger.report.decision_view import capacity_band_clause
 # the uncalibrated throughput band's 9 deployments ran on the H100, the RTX 4090 and the RTX PRO 6000
 # (error_bands.json uncalibrated/dense/vllm throughput gpu_ids); an L40S figure is none of them
 ELSEWHERE = ("measured on NVIDIA H100 80GB SXM5, NVIDIA GeForce RTX 4090, NVIDIA RTX PRO 6000 Blackwell Server "
-             "Edition only, not on NVIDIA L40S: a floor for it, not a measurement")
+             "Edition only, not on NVIDIA L40S: its width a floor for the error there, not a measurement")
 COST = ["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "L40S", "--prompt-lengths", "fixed:900",
         "--output-lengths", "fixed:250", "--slo", "ttft=500ms,tpot=50ms", "--monthly-tokens", "3e10",
         "--num-requests", "200"]
@@ -26,9 +26,11 @@ def test_on_gpu_keeps_its_clause_for_lines_that_do_not_print_the_whole_source():
     l40s = band.on_gpu("nvidia_l40s", "NVIDIA L40S")
     assert l40s.elsewhere == ELSEWHERE and l40s.source == band.source + "; " + ELSEWHERE
     assert band.on_gpu("nvidia_h100_sxm", "NVIDIA H100 80GB SXM5").elsewhere == ""  # one of its GPUs
-    # a lent band's source says "a floor for it" once already (no SGLang run: vLLM's band); the clause still says it
+    # a lent band's source says "a floor for the error there" once already (no SGLang run: vLLM's band); the
+    # clause still says it
     lent = error_band("uncalibrated/dense/sglang", "tpot_mean").on_gpu("nvidia_l40s", "NVIDIA L40S")
-    assert lent.source.count("a floor for it") == 1 and lent.elsewhere.endswith(": a floor for it, not a measurement")
+    assert lent.source.count("a floor for the error there") == 1
+    assert lent.elsewhere.endswith(": its width a floor for the error there, not a measurement")
 
 
 def test_cost_on_a_gpu_the_bands_were_not_measured_on_says_the_band_is_a_floor():

@@ -64,4 +64,5 @@ def test_the_capacity_band_says_no_measured_run_had_data_parallelism():
     # the bands come from 24 vLLM deployments without DP ranks: the band of a DP capacity is a floor, and says so
     # (the H200 clause already calls it a floor: said once)
     src = d["error_band"]["source"]
-    assert "measured on runs without data parallelism (none with it)" in src and src.count("a floor for it") == 1
+    assert "measured on runs without data parallelism (none with it)" in src
+    assert src.count("a floor for the error there") == 1

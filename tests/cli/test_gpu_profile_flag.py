@@ -264,7 +264,7 @@ def test_a_band_measured_on_other_gpus_says_so():
     pro = json.loads(runner.invoke(app, [*args, "--gpu", "rtx_pro_6000_server", "--gpu-profile", "none"]).stdout)
     src = pro["error_bands"]["tpot_mean"]["source"]
     assert src.endswith("; measured on NVIDIA H100 80GB SXM5 only, not on NVIDIA RTX PRO 6000 Blackwell Server "
-                        "Edition: a floor for it, not a measurement")
+                        "Edition: its width a floor for the error there, not a measurement")
     h100 = json.loads(runner.invoke(app, [*args, "--gpu", "H100"]).stdout)
     assert "measured on" not in h100["error_bands"]["tpot_mean"]["source"]
 

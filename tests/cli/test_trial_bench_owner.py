@@ -89,3 +89,18 @@ def test_validate_names_the_gpu_profile_that_priced_the_run_as_simulate_does():
             "(meta-llama/Llama-3.1-8B (config of meta-llama/Meta-Llama-3.1-8B) TP 1): its fractions carry to "
             "it, its bands are no narrower than the cross-model ones; its source under the figures) "
             "predicted vs measured") in out, out[:900]
+
+
+def test_a_band_carried_to_an_unmeasured_gpu_says_its_width_is_the_floor_not_its_figure():
+    from cli_run import cli_json
+
+    # the same workload on an L40S, a GPU none of the validation's deployments ran on: the SLO capacity's band is
+    # the H100's TPOT band carried to the rate. It said "…not on NVIDIA L40S: a floor for it, not a measurement",
+    # read beside "SLO capacity 52.5 req/s" as if the capacity were a floor; it is the band's width that is the
+    # least error to expect there
+    d = cli_json("goodput", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "L40S", "--prompt-lengths", "fixed:204",
+                 "--output-lengths", "fixed:64", "--slo", "ttft=200ms,tpot=50ms", "--target", "0.9")
+    src = d["error_band"]["source"]
+    assert src.endswith("measured on NVIDIA H100 80GB SXM5 only, not on NVIDIA L40S: its width a floor for the error "
+                        "there, not a measurement"), src
+    assert "a floor for it" not in src

@@ -54,7 +54,7 @@ def test_a_borrowed_band_names_the_regime_it_was_lent_from():
     assert error_band("model/dense/vllm", "tpot_mean").lent_from == "gpu/dense/vllm"
     assert error_band("gpu/dense/sglang", "throughput").lent_from == "gpu/dense/vllm"
     # the source sentence still names it, as before the field existed
-    assert "band of gpu/dense/vllm, which is a floor" in error_band("model/dense/vllm", "tpot_mean").source
+    assert "band of gpu/dense/vllm, its width a floor for the error there" in error_band("model/dense/vllm", "tpot_mean").source
 
 
 def test_moe_bands_are_measured_on_moe_deployments():
@@ -85,10 +85,11 @@ def test_a_setting_no_measured_run_had_is_named_once_as_a_floor():
     # the multipliers stay (no run measured the error under DP to widen them); the source says it is a floor
     assert (dp.low, dp.high) == (0.58, 1.02)
     assert dp.source == ("leave-one-deployment-out errors; measured on runs without data parallelism (none with it)"
-                         ": a floor for it, not a measurement")
+                         ": its width a floor for the error there, not a measurement")
     # a source that already calls the band a floor (another GPU, a borrowed regime) is not told twice
     said = dp.beyond("a TP group across nodes").source
-    assert said.count("a floor for it") == 1 and said.endswith("without a TP group across nodes (none with it)")
+    assert said.count("a floor for the error there") == 1
+    assert said.endswith("without a TP group across nodes (none with it)")
     assert b.beyond(None) is b
 
 

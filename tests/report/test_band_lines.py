@@ -35,16 +35,16 @@ def test_band_sources_said_once_with_each_figures_range_and_whose_errors():
 
     src = ("GPU profile bundled:rtx-4090.json (fitted on Llama-3.1-8B/vllm; vLLM 0.19.0): calibrated regime "
            "gpu/dense/vllm: errors of GPU profiles fitted on other models, on 31 measured points (on H100; "
-           "error_bands.json): {a}; measured on NVIDIA H100 80GB SXM5 only, not on NVIDIA GeForce RTX 4090: a floor "
-           "for it, not a measurement")
+           "error_bands.json): {a}; measured on NVIDIA H100 80GB SXM5 only, not on NVIDIA GeForce RTX 4090: its "
+           "width a floor for the error there, not a measurement")
     lines = band_source_lines({"TTFT mean": src.format(a="-64.7% … +183.1%"),
                                "TPOT mean": src.format(a="-7.1% … +7.6%")})
     assert lines == [
         "GPU profile bundled:rtx-4090.json (fitted on Llama-3.1-8B/vllm; vLLM 0.19.0)",
         "calibrated regime gpu/dense/vllm: errors of GPU profiles fitted on other models, on 31 measured points (on "
         "H100; error_bands.json): [TTFT mean -64.7% … +183.1%, TPOT mean -7.1% … +7.6%]",
-        "the band's errors were measured on NVIDIA H100 80GB SXM5 only, none on NVIDIA GeForce RTX 4090: a floor for "
-        "the NVIDIA GeForce RTX 4090, not a measurement"]
+        "the band's errors were measured on NVIDIA H100 80GB SXM5 only, none on NVIDIA GeForce RTX 4090: its width a "
+        "floor for the error on the NVIDIA GeForce RTX 4090, not a measurement"]
 
 
 def test_clauses_only_some_figures_have_name_them():

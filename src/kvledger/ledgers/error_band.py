@@ -28,6 +28,9 @@ __all__ = ["Band", "error_band", "regime_of", "scope_words", "band_text", "METRI
 METRICS = ("ttft_mean", "tpot_mean", "throughput")
 MIN_RUNS_FOR_QUANTILES = 5
 _SCOPES = ("gpu", "model", "uncalibrated")
+#: what a band carried to where none of its errors was measured (another GPU, a setting no run had) is: its width the
+#: least error to expect there, not a measurement (the figure it surrounds is no floor: "a floor for it" read so)
+FLOOR = "its width a floor for the error there, not a measurement"
 #: the ``method`` of a regime's only measured value: no interval of its own; the nearest regime's band is widened to
 #: take it in (``error_band``)
 ONE_POINT = "one measured point"
@@ -42,12 +45,12 @@ class Band:
             [low × prediction, high × prediction] on 80% of the runs (``1/(1+q90)``, ``1/(1+q10)``).
         num_runs: runs the band comes from. source: where it came from, in words (a borrowed band says so).
         lent_from: the regime whose measured runs a borrowed band comes from (``regime`` had none for ``metric``: the
-            band is a floor for it, not a measurement); None when the band is the regime's own.
+            band's width is a floor for the error there, not a measurement); None when the band is the regime's own.
         cross_model: the band is the cross-model one (GPU profiles judged on models they were not fitted on), standing
             for a GPU regime with no point of its own (``_regimes``), not a leave-one-deployment-out band.
         gpu_ids: catalog ids of the GPUs the band's deployments ran on (empty: the file does not say).
         elsewhere: the clause ``on_gpu`` added to ``source`` for a GPU none of them ran on ("measured on … only, not on
-            …: a floor for it, not a measurement"), for a line that names the band without its whole source; "" else.
+            …: ``FLOOR``"), for a line that names the band without its whole source; "" else.
     """
 
     regime: str
@@ -70,16 +73,15 @@ class Band:
 
         names = ", ".join(get_gpu(g).name for g in self.gpu_ids)
         said = f"measured on {names} only, not on {gpu_name or gpu_id}"
-        floor = "" if "a floor for it" in self.source else ": a floor for it, not a measurement"  # said once
-        return replace(self, source=self.source + f"; {said}{floor}",
-                       elsewhere=f"{said}: a floor for it, not a measurement")
+        floor = "" if FLOOR in self.source else f": {FLOOR}"  # said once
+        return replace(self, source=self.source + f"; {said}{floor}", elsewhere=f"{said}: {FLOOR}")
 
     def beyond(self, setting: str | None) -> Band:
         """This band for a figure under a ``setting`` none of its measured runs had (data parallelism, a TP group
-        across nodes): its source says so, a floor for it, not a measurement; itself for None."""
+        across nodes): its source says so (``FLOOR``); itself for None."""
         if not setting:
             return self
-        floor = "" if "a floor for it" in self.source else ": a floor for it, not a measurement"  # said once
+        floor = "" if FLOOR in self.source else f": {FLOOR}"  # said once
         return replace(self, source=f"{self.source}; measured on runs without {setting} (none with it){floor}")
 
     def around(self, value: float) -> tuple[float, float]:
@@ -196,7 +198,7 @@ def error_band(regime: str, metric: str) -> Band | None:
         src += (f"; regime {regime}: too few measured points for an interval of its own — "
                 + ", ".join(f"{k} {p:+.1%}" for k, p in points) + f" —: band of {key} widened to take them in")
     elif key != regime:
-        src += f"; no measured run in regime {regime}: band of {key}, which is a floor for it, not a measurement"
+        src += f"; no measured run in regime {regime}: band of {key}, {FLOOR}"
     return Band(regime, metric, 1.0 / (1.0 + q90), 1.0 / (1.0 + q10), n, src,
                 lent_from=None if key == regime else key, cross_model="cross_model" in e,
                 gpu_ids=tuple(e.get("gpu_ids") or ()) if not points else ())

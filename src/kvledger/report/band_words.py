@@ -11,7 +11,8 @@ __all__ = ["band_source_lines", "clauses"]
 #: a band's range as the ledgers write it: "-64.7% … +183.1%"
 _RANGE = re.compile(r"[-−+]?\d[\d,]*(?:\.\d+)?% … [-−+]?\d[\d,]*(?:\.\d+)?%")
 #: ``ledgers.error_band.Band.on_gpu``'s clause for a GPU none of the band's deployments ran on
-_ELSEWHERE = re.compile(r"^measured on (.+?) only, not on (.+?)(?:: a floor for it, not a measurement)?$")
+_ELSEWHERE = re.compile(r"^measured on (.+?) only, not on (.+?)(?:: its width a floor for the error there, not a "
+                        r"measurement)?$")
 
 
 #: where a profile's name ends and the regime whose errors make its band begins: "… (fitted on …): calibrated regime …"
@@ -38,8 +39,8 @@ def _whose(clause: str) -> str:
     m = _ELSEWHERE.match(clause)
     if not m:
         return clause
-    return (f"the band's errors were measured on {m.group(1)} only, none on {m.group(2)}: a floor for the "
-            f"{m.group(2)}, not a measurement")
+    return (f"the band's errors were measured on {m.group(1)} only, none on {m.group(2)}: its width a floor for the "
+            f"error on the {m.group(2)}, not a measurement")
 
 
 def _merged(sources: dict[str, str]) -> str | None:

@@ -101,7 +101,7 @@ def report_answer_lines(cost: dict[str, Any]) -> list[str]:
 def capacity_band_clause(cs: dict[str, Any], caveat: bool = True) -> str:
     """ " (80% band 11.43–21.22 req/s, uncalibrated roofline)" from a capacity search's ``error_band``, or "" without
     one (no measured run stands for the regime, or an older JSON); with ``caveat``, the band's ``elsewhere`` too
-    ("measured on … only, not on …: a floor for it, not a measurement": ``Band.on_gpu``) where it has one."""
+    ("measured on … only, not on …: its width a floor for the error there, …": ``Band.on_gpu``) where it has one."""
     b = cs.get("error_band")
     if not b:
         return ""
