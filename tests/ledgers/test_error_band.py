@@ -54,7 +54,8 @@ def test_a_borrowed_band_names_the_regime_it_was_lent_from():
     assert error_band("model/dense/vllm", "tpot_mean").lent_from == "gpu/dense/vllm"
     assert error_band("gpu/dense/sglang", "throughput").lent_from == "gpu/dense/vllm"
     # the source sentence still names it, as before the field existed
-    assert "band of gpu/dense/vllm, its width a floor for the error there" in error_band("model/dense/vllm", "tpot_mean").source
+    src = error_band("model/dense/vllm", "tpot_mean").source
+    assert "band of gpu/dense/vllm, its width a floor for the error there" in src
 
 
 def test_moe_bands_are_measured_on_moe_deployments():
