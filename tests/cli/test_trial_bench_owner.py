@@ -104,3 +104,27 @@ def test_a_band_carried_to_an_unmeasured_gpu_says_its_width_is_the_floor_not_its
     assert src.endswith("measured on NVIDIA H100 80GB SXM5 only, not on NVIDIA L40S: its width a floor for the error "
                         "there, not a measurement"), src
     assert "a floor for it" not in src
+
+
+def test_the_gpu_fits_first_line_does_not_pass_its_search_start_off_as_the_default():
+    import io
+    import json
+
+    from rich.console import Console
+
+    from kvledger.report.calibration_view import render_gpu_profile
+
+    # calibrate --scope gpu --fit-frontend on two kubecon H100 stages (the bundled fixture): the search started at
+    # FLOP 0.7 × the measured curve and bandwidth 0.8 (objective 0.178), while the uncalibrated default prices the
+    # weight matmuls at 1.0 × that curve (objective 0.03555, printed at the end). The first line read "objective 0.178
+    # at 0.7/0.8 → 0.032", two "uncalibrated" objectives 5× apart for one set of runs
+    p = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "gpu_profiles"
+                    / "h100_kubecon_fit_frontend.json").read_text())
+    con = Console(file=io.StringIO(), width=250, record=True)
+    render_gpu_profile(p, con, None, fit_frontend=True)
+    lines = con.export_text().splitlines()
+    assert lines[0] == ("GPU profile for NVIDIA H100 80GB SXM5: achievable FLOP/s fraction 1.000, bandwidth fraction "
+                        "0.773 (objective 0.178 at the search's start 0.7/0.8, not the uncalibrated default, compared "
+                        "below → 0.032; 96 replays)")
+    default = "against the uncalibrated default: objective 0.032 fitted against 0.03555"
+    assert any(ln.startswith(default) for ln in lines)

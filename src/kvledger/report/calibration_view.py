@@ -79,13 +79,20 @@ def render_profile(p: dict[str, Any], con: Console, out: Path | None) -> None:
                      if q.get("poor") else ""))
 
 
+def _start(fit: dict[str, Any]) -> str:
+    """The fractions the GPU fit's search started from, FLOP/s / bandwidth ("0.7/0.8", the default start)."""
+    st = fit.get("start") or {}
+    return f"{st.get('flops_fraction', 0.7):g}/{st.get('bandwidth_fraction', 0.8):g}"
+
+
 def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None, fit_frontend: bool = False) -> None:
     """A GPU-scope profile: the fitted fractions, the objective, each run's errors under them; with ``fit_frontend``
     (calibrate --fit-frontend), the set-up's fitted front-end latency."""
     fit = p["fit"]
     con.print(f"GPU profile for {escape(p['gpu'])}: achievable FLOP/s fraction {p['flops_fraction']:.3f}, bandwidth "
-              f"fraction {p['bandwidth_fraction']:.3f} (objective {fit['objective_start']:.4g} at 0.7/0.8 → "
-              f"{fit['objective']:.4g}; {fit['num_replays']} replays)")
+              f"fraction {p['bandwidth_fraction']:.3f} (objective {fit['objective_start']:.4g} at the search's start "
+              f"{_start(fit)}, not the uncalibrated default, compared below → {fit['objective']:.4g}; "
+              f"{fit['num_replays']} replays)")
     for line in spread_lines(p):  # each constant's folds' range, a bound it sits at (calibration.fit_spread)
         con.print(escape(line))
     if p.get("gemm_efficiency") == "measured":
