@@ -128,3 +128,20 @@ def test_the_gpu_fits_first_line_does_not_pass_its_search_start_off_as_the_defau
                         "below → 0.032; 96 replays)")
     default = "against the uncalibrated default: objective 0.032 fitted against 0.03555"
     assert any(ln.startswith(default) for ln in lines)
+
+
+def test_the_block_override_help_says_where_a_v1_log_states_the_count():
+    from cli_run import cli_json
+
+    # a vLLM V1 start-up log has no 'num_gpu_blocks' line: it prints "GPU KV cache size: 476,016 tokens" (the
+    # fixture's Llama-3.1-8B on an H100, vLLM 0.19.0), 476,016 ÷ 16 = 29,751 blocks, the "GPU blocks" doctor reads.
+    # The help sent a user with the log in hand looking for a 'num_gpu_blocks' line that is not there
+    log = str(Path(__file__).resolve().parents[1] / "fixtures" / "vllm_startups_0_19" / "logs"
+              / "meta-llama-llama-3-1-8b---h100-80gb--tp1pp1dp1--8192.log")
+    rows = {r["term"]: r for r in cli_json("doctor", log)["startup"]["rows"]}
+    assert rows["GPU blocks"]["log_value"] == 476_016 // 16 == 29_751
+    for cmd in ("validate", "calibrate"):
+        text = " ".join(run_cli(cmd, "--help").output.split())
+        assert ("the 'GPU blocks' `kvledger doctor LOG --verbose` reads from its start-up log (vLLM V1 prints 'GPU KV "
+                "cache size: N tokens', N ÷ the block size; V0 '# GPU blocks: N')") in text, cmd
+        assert "'num_gpu_blocks' your engine logged" not in text

@@ -40,7 +40,8 @@ BlockSize = Annotated[int | None, option_info(EngineFlags, "block_size", help="T
 MaxNumBatchedTokens = Annotated[str | None, option_info(EngineFlags, "max_num_batched_tokens")]
 MaxNumSeqs = Annotated[int | None, option_info(EngineFlags, "max_num_seqs", help="Most running requests.")]
 NumGpuBlocksOverride = Annotated[int | None, option_info(EngineFlags, "num_gpu_blocks_override", help="Fix the KV "
-    "block count (e.g. the 'num_gpu_blocks' your engine logged).")]
+    "block count to your server's: the 'GPU blocks' `kvledger doctor LOG --verbose` reads from its start-up log "
+    "(vLLM V1 prints 'GPU KV cache size: N tokens', N ÷ the block size; V0 '# GPU blocks: N').")]
 PrefixCaching = Annotated[bool | None, option_info(EngineFlags, "prefix_caching")]
 ChunkedPrefill = Annotated[bool | None, option_info(EngineFlags, "chunked_prefill")]
 Batching = Annotated[str | None, option_info(EngineFlags, "batching", help="continuous (vLLM v1, default), vllm_v0 "
