@@ -145,3 +145,16 @@ def test_the_block_override_help_says_where_a_v1_log_states_the_count():
         assert ("the 'GPU blocks' `kvledger doctor LOG --verbose` reads from its start-up log (vLLM V1 prints 'GPU KV "
                 "cache size: N tokens', N ÷ the block size; V0 '# GPU blocks: N')") in text, cmd
         assert "'num_gpu_blocks' your engine logged" not in text
+
+
+def test_what_is_not_a_scrape_is_not_named_one():
+    from kvledger.evidence.prometheus_text import scrape_summary
+
+    assert scrape_summary(SCRAPE) == NAMED
+    # two bare "name value" columns with nothing of Prometheus's own (no # TYPE, no {labels}, no vllm: names): a plain
+    # table; a vLLM log and a Markdown note are not samples at all
+    assert scrape_summary("request_rate 10\nmean_ttft_ms 41.0\n") is None
+    log = Path(__file__).resolve().parents[1] / "fixtures" / "vllm_startups_0_19" / "logs" / \
+        "meta-llama-llama-3-1-8b---h100-80gb--tp1pp1dp1--8192.log"
+    assert scrape_summary(log.read_text()) is None
+    assert scrape_summary("# Results\n\nTTFT was 41 ms at 10 req/s.\n") is None

@@ -30,12 +30,14 @@ SCRAPE_ADVICE = ("its counters and histograms are the server's totals since it s
 def scrape_summary(text: str) -> str | None:
     """'a Prometheus /metrics scrape (…)' when at least 90 % of the first 200 non-empty lines (of the first 50,000
     characters: a large JSON Lines file is not split whole) are exposition-format comments or samples and at least one
-    is a sample, else None."""
+    is a sample, and a TYPE/HELP comment, a {label} or a vllm: name says it is Prometheus's, else None."""
     lines = [ln.strip() for ln in text[:50_000].splitlines()[:5 * _LINES] if ln.strip()][:_LINES]
     samples = [ln for ln in lines if _SAMPLE.match(ln)]
     comments = sum(1 for ln in lines if _COMMENT.match(ln))
     if not samples or len(samples) + comments < 0.9 * len(lines):
         return None
+    if not comments and not any("{" in ln or ln.startswith("vllm:") for ln in samples):
+        return None  # bare "name value" lines and nothing of Prometheus's own (# TYPE, {labels}, vllm:): a plain table
     # a histogram's samples are NAME_bucket, NAME_count and NAME_sum (and NAME_created): one metric
     names = list(dict.fromkeys(_FAMILY.sub("", re.split(r"[{\s]", ln, maxsplit=1)[0]) for ln in samples))
     vllm = [n for n in names if n.startswith("vllm:")]
