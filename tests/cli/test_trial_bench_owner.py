@@ -158,3 +158,15 @@ def test_what_is_not_a_scrape_is_not_named_one():
         "meta-llama-llama-3-1-8b---h100-80gb--tp1pp1dp1--8192.log"
     assert scrape_summary(log.read_text()) is None
     assert scrape_summary("# Results\n\nTTFT was 41 ms at 10 req/s.\n") is None
+
+
+def test_each_deployments_best_from_percentiles_says_when_a_rival_may_pass_it():
+    # the three GLM-5-FP8 runs beside llmperf's per-request Llama-2-70B run: two models, so each model's best is
+    # named; GLM-5's is a lower bound that runs #1 and #3 may pass (same figures as above), Llama-2-70B's is exact
+    data = Path(__file__).resolve().parents[1] / "evidence" / "data"
+    files = [str(data / "inferencex" / f"inferencex_glm5_fp8_vllm_tp8_isl1024_osl128_conc{c}.json")
+             for c in (16, 4, 64)] + [str(data / "llmperf" / "leaderboard_individual_anyscale_70b.json")]
+    out = re.sub(r"\s+", " ", run_cli("goodput", *files, "--slo", "ttft=500ms,tpot=50ms").output.split("\nSLO: ")[0])
+    assert ("#2 inferencex_glm5_fp8_vllm_tp8_isl1024_osl128_conc4.json (the largest lower bound, from their "
+            "percentiles, #1 may reach 3.114, #3 may reach 2.590 good req/s at most, more than its 0.611") in out, out
+    assert out.endswith("#4 leaderboard_individual_anyscale_70b.json")

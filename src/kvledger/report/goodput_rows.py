@@ -122,7 +122,9 @@ def best_answer(results: list[Any], empty: dict[int, str]) -> str:
     for k in measured:
         by_model.setdefault(deployment_name(results[k - 1]), []).append(k)
     each = "; ".join(f"{m}: {single_answer(results[best(ks) - 1]).removeprefix('answer: ').split(' — ')[0]}, "
-                     f"{run_name(best(ks), results[best(ks) - 1])}" for m, ks in by_model.items())
+                     f"{run_name(best(ks), results[best(ks) - 1])}"
+                     + (f" (the largest lower bound, {r})" if (r := _rivals(results, best(ks), ks)) else "")
+                     for m, ks in by_model.items())
     unstated = "; a model not stated counts as its own" if any(r.model is None for r in results) else ""
     if not any(r.deployment for r in results):  # only the models tell the runs apart
         return (f"answer: the {len(results)} runs are of {len({r.model for r in results})} models (the table's model "
