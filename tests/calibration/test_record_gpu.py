@@ -47,10 +47,9 @@ def test_an_engine_version_nobody_named_is_said_to_be_assumed():
     out = validate_file(str(DATA / "aiperf" / "run1_profile_export.jsonl"),
                         SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100"))
     said = [n for n in out.notes if n.startswith("WARNING: engine version:")]
-    assert said == [f"WARNING: engine version: neither the run's record nor --engine-version names it, so vLLM "
-                    f"{LATEST}'s rules (the newest read) are assumed for its memory plan and scheduler defaults; the "
-                    "release sets async scheduling and the host time per step, which can move the replayed latency by "
-                    "more than its band: pass --engine-version for the version that ran"]
+    assert said == [f"WARNING: engine version: neither the run's record nor --engine-version names it: vLLM "
+                    f"{LATEST}'s rules assumed (the newest read); a release's async scheduling and host time per step "
+                    "can move the replayed latency by more than its band: pass --engine-version as launched"]
     # the manifests' container image names vLLM 0.11.0: no assumption to state
     assert not any("engine version:" in n for n in validate_file(STAGE, SimRequestArgs(model=None,
                                                                                                 gpu=None)).notes)

@@ -78,13 +78,9 @@ def _with_run_settings(args: SimRequestArgs, run: MeasuredRun) -> tuple[SimReque
     if args.engine_version is None and "engine_version" not in taken and not sglang:
         from kvledger.accounting.vllm_rules import LATEST
 
-        # a WARNING (printed above the figures): the release sets async scheduling (on from 0.14) and the host time
-        # per step; inference-sim-training's Llama-2-7B H100 sweep at 20 req/s replays a mean TPOT of 18.6 ms under
-        # 0.33.0 and 26.5 ms under 0.11.0 against 16.6 ms measured, +12% or +60%, either side of its band
-        notes.append(f"WARNING: engine version: neither the run's record nor --engine-version names it, so vLLM "
-                     f"{LATEST}'s rules (the newest read) are assumed for its memory plan and scheduler defaults; the "
-                     "release sets async scheduling and the host time per step, which can move the replayed latency "
-                     "by more than its band: pass --engine-version for the version that ran")
+        notes.append(f"WARNING: engine version: neither the run's record nor --engine-version names it: vLLM "
+                     f"{LATEST}'s rules assumed (the newest read); a release's async scheduling and host time per step "
+                     "can move the replayed latency by more than its band: pass --engine-version as launched")
     if args.tp is None and "tp" not in taken:
         taken["tp"] = 1
     if run.num_dropped and run.target_stats is None:
