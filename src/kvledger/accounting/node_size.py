@@ -67,7 +67,7 @@ class NodeAssumption:
         given: --nnodes as given (1 unless set).
         nnodes: the nodes the plan assumes, the fewest that hold the TP × PP ranks evenly.
         per_node: GPUs one node of the GPU holds; source: where that figure comes from.
-        world: the TP × PP ranks; layout: "--tp 16" (with "× --pp 2" where PP > 1).
+        world: the TP × PP ranks; layout: "--tp 16" (with "× --pp 2" where PP > 1). tp: the TP degree (0: not given).
     """
 
     given: int
@@ -77,6 +77,7 @@ class NodeAssumption:
     world: int
     layout: str
     engine: str = "vllm"
+    tp: int = 0
 
     @property
     def text(self) -> str:
@@ -94,9 +95,19 @@ class NodeAssumption:
         return (f"{self.layout} is {self.world} GPUs{where}, more than one node of this GPU holds ({self.per_node}: "
                 f"{self.source}); rather than plan {'nodes' if g > 1 else 'one node'} of {self.world // g} GPUs, which "
                 f"this hardware does not have, the plan assumes {self.nnodes} nodes of {self.world // self.nnodes} "
-                f"(--nnodes {self.nnodes}), as vLLM runs TP across nodes (on Ray, or its own --nnodes mode), custom "
-                "all-reduce off where a TP group spans nodes, its all-reduces priced as NCCL's ring over the nodes' "
-                "NICs (one 400 Gb/s NIC per GPU assumed; --inter-node-link gives yours); pass --nnodes to set them")
+                f"(--nnodes {self.nnodes}), as vLLM runs " + self._across() + "; pass --nnodes to set them")
+
+    def _across(self) -> str:
+        """What crosses the nodes: a TP group spanning them, or (whole TP groups on each node) only the pipeline's
+        stage boundaries (vLLM's ranks are TP-innermost: rank = pp_rank × tp + tp_rank)."""
+        if self.tp and (self.world // self.nnodes) % self.tp == 0:
+            return (f"pipeline stages across nodes (on Ray, or its own --nnodes mode): each node holds whole TP "
+                    f"groups of {self.tp}, whose all-reduces stay on the node's scale-up link (custom all-reduce on), "
+                    "and only the stage-to-stage sends cross the network between them, priced over the nodes' NICs "
+                    "(one 400 Gb/s NIC per GPU assumed; --inter-node-link gives yours)")
+        return ("TP across nodes (on Ray, or its own --nnodes mode), custom all-reduce off where a TP group spans "
+                "nodes, its all-reduces priced as NCCL's ring over the nodes' NICs (one 400 Gb/s NIC per GPU assumed; "
+                "--inter-node-link gives yours)")
 
 
 def assume_nodes(gpu: GpuSpec, s: PlanSettings) -> tuple[PlanSettings, NodeAssumption | None]:
@@ -111,7 +122,8 @@ def assume_nodes(gpu: GpuSpec, s: PlanSettings) -> tuple[PlanSettings, NodeAssum
     layout = f"--tp {s.tp}" + (f" × --pp {s.pp}" if s.pp > 1 else "")
     if s.engine != "vllm":  # the warning only: --nnodes is vLLM's, and these plans read no node count
         return s, NodeAssumption(s.nnodes, nnodes, per[0], per[1], world, layout, s.engine)
-    return s.model_copy(update={"nnodes": nnodes}), NodeAssumption(s.nnodes, nnodes, per[0], per[1], world, layout)
+    return s.model_copy(update={"nnodes": nnodes}), NodeAssumption(s.nnodes, nnodes, per[0], per[1], world, layout,
+                                                                    tp=s.tp)
 
 
 def nodes_flag(q, p) -> str:

@@ -286,7 +286,7 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
         rc = RooflineStepCost(roofline_model(model, s), gpu, kv, s.tp, cpu_overhead_s=s.cpu_overhead_s,
                               **roofline_terms(model, gpu, s))
         maxc = {r.context_tokens: float(r.max_running) if r.max_requests > 0 else 0.0 for r in rows}  # 0: none fits
-        roof = roofline_report(rc, contexts, maxc, min(mem.max_num_batched_tokens, 8192), s.engine)
+        roof = roofline_report(rc, contexts, maxc, min(mem.max_num_batched_tokens, 8192), s.engine, s)
     dpf = data_parallel_facts(s, mem, rows + [at_len] * all(r.context_tokens != at_len.context_tokens for r in rows))
     plan = Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, None, (), at_len, nodes, dpf,
                 stage_kv=stage_kv, given=given)

@@ -81,6 +81,7 @@ class RooflineReport:
             a bounded window (sliding windows, DeepSeek-V4's window and top-k) or a fixed per-request state (Mamba,
             linear attention) besides the growing KV, and ``decode_attention_intensity`` is the longest context's.
         decode_attention_varies_because: which of those the model's steps read, in words ("" when neither).
+        pipeline: under --pp, the stage-to-stage sends each step's time includes (``pipeline_pass.py``); None at PP 1.
     """
 
     compute_dtype: str
@@ -97,6 +98,8 @@ class RooflineReport:
     notes: tuple[str, ...] = field(default_factory=tuple)
     decode_attention_by_context: dict[int, float] = field(default_factory=dict)
     decode_attention_varies_because: str = ""
+    pipeline: dict[str, Any] | None = None
+    __json_optional__ = ("pipeline",)  # PP 1 plans' JSON as before
 
     @property
     def compute_bound_batch_by_text(self) -> dict[str, Any]:
@@ -145,9 +148,12 @@ def _row(rc: RooflineStepCost, batch: int, ctx: int, max_conc: float | None) -> 
 
 
 def roofline_report(rc: RooflineStepCost, contexts: list[int], max_concurrency: dict[int, float],
-                    prefill_chunk_tokens: int, engine: str = "vllm") -> RooflineReport:
+                    prefill_chunk_tokens: int, engine: str = "vllm", settings: Any = None) -> RooflineReport:
     """Build the roofline section: a prefill chunk of ``prefill_chunk_tokens`` and decode over powers of two up to the
-    pool's concurrency (``engine``: whose kernel choices its notes name)."""
+    pool's concurrency (``engine``: whose kernel choices its notes name); ``settings`` (``PlanSettings``): under its
+    --pp, each step is a pass through the stages with their sends (``pipeline_pass.pipeline_roofline``)."""
+    from kvledger.accounting.pipeline_pass import pipeline_roofline
+
     ridge = rc.peak_flops / rc.bw
     cross = _crossover(rc, lambda b: (2 * rc.matmul_params + rc.head_flops_per_seq) * b,
                        rc.weight_read_bytes) or float("inf")
@@ -184,8 +190,9 @@ def roofline_report(rc: RooflineStepCost, contexts: list[int], max_concurrency: 
                      "cores)")
     notes += step_term_notes(rc.model, rc.gpu, rc.ep, rc.moe_config, engine)
     notes += _curve_note(rc)
-    return RooflineReport(rc.dtype, rc.peak_flops, rc.bw, ridge, cross, attn_int, prefill, tuple(rows), turn,
-                          rc.flops_fraction, rc.bandwidth_fraction, tuple(notes), by_ctx, _why_it_varies(rc))
+    report = RooflineReport(rc.dtype, rc.peak_flops, rc.bw, ridge, cross, attn_int, prefill, tuple(rows), turn,
+                            rc.flops_fraction, rc.bandwidth_fraction, tuple(notes), by_ctx, _why_it_varies(rc))
+    return report if settings is None else pipeline_roofline(report, rc.model, rc.gpu, settings)
 
 
 def _why_it_varies(rc: RooflineStepCost) -> str:

@@ -35,10 +35,10 @@ nodes: 0 × 1.0 + 2 × 5.0 − 0 = 10.0 µs. The LL protocol's own bandwidth is 
 Simple protocol for large messages, whose network latency is 14 µs a hop): the figure prices decode-size calls' latency
 and prefill-size calls' bytes, each at the protocol NCCL picks for them. vLLM's DP ranks of a MoE model take the same
 link for their MoE layers' all-gather and reduce-scatter across nodes, at an all-gather's steps (``gather_latency_s``,
-``dp_lockstep_cost.py``). Pipeline parallelism's
-send/recv across nodes is not priced (no PP term in the step cost). TP with --enable-expert-parallel and no DP ranks (TP
-16 over two nodes of 8) runs no expert all-to-all: vLLM 0.33's ``FusedMoEParallelConfig.use_all2all_kernels`` needs
-``dp_size > 1`` (or PCP or sequence-parallel MoE), and ``runner/moe_runner.py`` combines the experts' outputs with
+``dp_lockstep_cost.py``). Pipeline parallelism's send/recv is priced in the plan's roofline only (``pipeline_pass.py``;
+the simulator refuses --pp). TP with --enable-expert-parallel and no DP ranks (TP 16 over two nodes of 8) runs no expert
+all-to-all: vLLM 0.33's ``FusedMoEParallelConfig.use_all2all_kernels`` needs ``dp_size > 1`` (or PCP or
+sequence-parallel MoE), and ``runner/moe_runner.py`` combines the experts' outputs with
 ``tensor_model_parallel_all_reduce``, one of the TP all-reduces priced here across the nodes (``expert_parallel.py``); a
 roofline asked for an all-to-all (``RooflineStepCost(all_to_all=True)``) prices it over the same link this module gives
 the TP group.

@@ -10,6 +10,7 @@ from kvledger.accounting.window_capacity import manager_words, window_words
 from kvledger.catalog.compressed_mla import FP8_DS_MLA_ENTRY_BYTES, CompressedMLAAttention
 from kvledger.catalog.layer_words import layer_kinds_text
 from kvledger.catalog.models import stated_params
+from kvledger.report.plan_pipeline import decode_title, pipeline_rows
 from kvledger.report.plan_summary import attention_by_context_text, limit_names, summary_lines, warning_lines
 from kvledger.report.tables import LedgerTable as Table
 from kvledger.units import GB, GiB, KiB, MiB, fmt_bytes, fmt_duration, fmt_low
@@ -182,16 +183,10 @@ def _roofline(p: Plan) -> list[Table]:
         return []
     t = _t(f"Roofline ({r.compute_dtype} matmuls; achievable {r.flops_fraction:.0%} FLOP/s, {r.bandwidth_fraction:.0%} "
            f"bandwidth)", "figure", "value", "formula")
-    src = (
-        "given"
-        if p.gpu.gpu_id == "custom" or p.gpu.memory_source.startswith("given")
-        else f"gpus.csv row {p.gpu.gpu_id}"
-    )
-    t.add_row(
-        "ridge point",
-        f"{r.ridge_flops_per_byte:,.1f} FLOP/B",
-        f"{r.peak_flops_per_s / 1e12:,.1f} TFLOP/s dense ÷ {r.hbm_bandwidth_bytes_per_s / 1e12:,.2f} TB/s ({src})",
-    )
+    src = "given" if p.gpu.gpu_id == "custom" or p.gpu.memory_source.startswith("given") else \
+        f"gpus.csv row {p.gpu.gpu_id}"
+    t.add_row("ridge point", f"{r.ridge_flops_per_byte:,.1f} FLOP/B", f"{r.peak_flops_per_s / 1e12:,.1f} TFLOP/s "
+              f"dense ÷ {r.hbm_bandwidth_bytes_per_s / 1e12:,.2f} TB/s ({src})")
     t.add_row("weight matmuls compute-bound above", f"{r.weight_matmul_crossover_tokens:,.0f} tokens/step",
               "2·params·tokens / peak = weight bytes / bandwidth")
     if r.decode_attention_intensity:
@@ -207,10 +202,11 @@ def _roofline(p: Plan) -> list[Table]:
         t.add_row(f"decode at {ctx:,} tokens turns compute-bound", "never" if b is None else f"batch {b:,}",
                   "KV bytes grow with batch as fast as FLOPs" if b is None
                   else "whole step: FLOPs/peak ≥ bytes/bandwidth")
+    for row in pipeline_rows(r):  # under --pp: a step is a pass through the stages, with their sends
+        t.add_row(*row)
     n = p.settings.tp * p.settings.pp  # the replica's GPUs: every one of them runs each decode step
-    d = _t(f"Decode step vs concurrency (step: each GPU's; tok/s: the replica's {n} GPU{'s' * (n > 1)} together, "
-           "and per GPU)", "context", "batch", "step", "tok/s/seq",
-           "tok/s (replica)", "tok/s/GPU", "bound", "KV share of bytes")
+    d = _t(decode_title(p), "context", "batch", "step", "tok/s/seq", "tok/s (replica)", "tok/s/GPU", "bound",
+           "KV share of bytes")
     for row in r.decode:  # a row beyond the KV pool (not one request of that context fits) is marked, not hidden
         d.add_row(f"{row.context_tokens:,}", f"{row.batch:,}" + ("" if row.fits else " [red](no room in KV)[/]"),
                   fmt_duration(row.step_s), f"{row.tok_per_s_per_seq:,.1f}", f"{row.tok_per_s:,.0f}",
