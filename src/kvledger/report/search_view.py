@@ -167,9 +167,7 @@ def _rejections(con: Any, result: Any, verbose: bool) -> None:
     hint = ("; a GPU without a price row: --gpu-usd-per-hour GPU=PRICE gives it your price (the other GPUs keep the "
             "table's; one PRICE alone prices every searched GPU)" + _alternatives(rej)
             if any(g["reason"] == NO_PRICE_ROW for g in groups) else "")
-    if any(g["reason"] in (NO_INSTANCE, NO_INSTANCE_DP) for g in groups):
-        hint += ("; a TP group (or DP × TP ranks) wider than every instance of the rows priced: another "
-                 "--gpu-provider with multi-GPU instances, or --gpu-usd-per-hour")
+    hint += _no_instance_hint(rej)
     con.print(escape(f"rejected: {len(rej)} of {len(result.entries)} — " + "; ".join(
         f"{g['reason']}: {g['count']} (e.g. {g['ids'][0]})" for g in groups) + hint)
               + ("" if verbose else " (--verbose lists each)"))
@@ -181,6 +179,26 @@ def _rejections(con: Any, result: Any, verbose: bool) -> None:
     for e in rej:
         t.add_row(escape(e["id"]), escape(e["reason"] or e["status"]), escape(e.get("detail") or ""))
     con.print(t)
+
+
+def _no_instance_hint(rej: list[dict[str, Any]]) -> str:
+    """What prices the candidates no instance holds: a group past one node (more than ``POD_MAX_GPUS``, TP 16 on 8-GPU
+    boards) sits on no row's instance at any provider, so only --gpu-usd-per-hour prices it; a narrower one, another
+    provider's multi-GPU instances too."""
+    from kvledger.ledgers.instances import POD_MAX_GPUS
+
+    widths = [max(e.get("tp") or 0, e.get("decode_tp") or 0, 0 if e.get("prefill_replicas") else
+                  e.get("num_gpus_per_unit") or 0) for e in rej if e.get("reason") in (NO_INSTANCE, NO_INSTANCE_DP)]
+    if not widths:
+        return ""
+    wide = sum(w > POD_MAX_GPUS for w in widths)
+    out = ("; a TP group (or DP × TP ranks) wider than every instance of the rows priced: another --gpu-provider "
+           "with multi-GPU instances, or --gpu-usd-per-hour" if wide < len(widths) else "")
+    if wide:
+        out += (f"; {wide} past one node (over {POD_MAX_GPUS} GPUs, e.g. TP 16 on 8-GPU boards): no provider's row "
+                "sells a multi-node cluster, so only --gpu-usd-per-hour (your cluster's price per GPU-hour) prices "
+                "them")
+    return out
 
 
 def _screening(con: Any, result: Any, verbose: bool) -> None:

@@ -238,12 +238,16 @@ def screen_candidate(spec: SearchSpec, cand: Candidate) -> dict[str, Any]:
                     + (f" (a marketplace pod is one machine, at most {POD_MAX_GPUS} GPUs: {_spans(cand, widest)} "
                        "nodes, and no row sells a multi-node cluster with its interconnect; --gpu-usd-per-hour gives "
                        "its price)" if widest > POD_MAX_GPUS else "") + ": "
-                    + "; ".join(f"{r.key} ({r.gpus_per_instance} GPUs)" for r in price_rows(cand.gpu_id,
+                    + "; ".join(f"{r.key} ({_gpus(r.gpus_per_instance)})" for r in price_rows(cand.gpu_id,
                                                                                             spec.gpu_provider)))
         return _reject(cand, reason, what,
                        plan=_launch_figures(spec, plan), **extra)
     return {**cand.to_dict(), "status": "planned", "reason": None, "detail": None, "gpu_name": plan.gpu.name,
             "plan": _launch_figures(spec, plan), **extra, "price": price_dict(price)}
+
+
+def _gpus(n: int) -> str:
+    return f"{n} GPU{'s' * (n != 1)}"
 
 
 def _spans(cand: Candidate, widest: int) -> str:
