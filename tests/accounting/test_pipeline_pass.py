@@ -69,3 +69,12 @@ def test_pp_across_nodes_warns_that_only_the_stage_boundary_crosses_the_network(
     assert "pipeline stages across nodes" in pp and "whole TP groups of 8" in pp and "TP across nodes" not in pp
     tp = _plan(tp=16).nodes.text
     assert "runs TP across nodes" in tp and "custom all-reduce off where a TP group spans nodes" in tp
+
+
+def test_the_tp_fix_of_a_pp_plan_says_it_doubles_the_replicas_gpus():
+    # TP 8 × PP 2 at max_model_len 131,072: the next TP step, 16, keeps PP 2, so the replica takes 32 GPUs on 4 nodes
+    # (the fix said only "more GPUs"). Its figure: 45.20 GiB a GPU ÷ (16 × 32,256 B a block of the binding stage) =
+    # 94,038 blocks × 16 = 1,504,608 tokens ÷ 131,072 = 11.48 requests.
+    p = build_plan(load_model(LLAMA_405B), resolve_gpu("H100-SXM"), make_settings(tp=8, pp=2))
+    tp_fix = next(o for o in p.advice.options if o.action.startswith("--tp 16"))
+    assert "(32, from 16: TP 16 × PP 2)" in tp_fix.detail and round(tp_fix.max_concurrency, 2) == 11.48

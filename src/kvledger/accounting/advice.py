@@ -126,7 +126,9 @@ def _more_concurrency(p: Plan, build: Callable, n: int, seqs: int) -> list[Optio
     tries: list[tuple[str, dict[str, Any], str]] = []
     tp = next((t for t in TP_STEPS if t > p.settings.tp), None)
     if tp is not None:
-        tries.append((f"--tp {tp}", {"tp": tp}, "weights and KV split over more GPUs"))
+        pp = p.settings.pp  # a PP plan's TP step multiplies the replica's GPUs by PP: say how many it takes
+        gpus = f" ({tp * pp}, from {p.settings.tp * pp}: TP {tp} × PP {pp})" if pp > 1 else ""
+        tries.append((f"--tp {tp}", {"tp": tp}, f"weights and KV split over more GPUs{gpus}"))
     if not p.settings.kv_cache_dtype.startswith("fp8"):
         tries.append((fp8_kv_flag(p), {"kv_cache_dtype": "fp8"}, _fp8_kv_why(p)))
     if p.settings.quantization is None:
