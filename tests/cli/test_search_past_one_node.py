@@ -27,3 +27,13 @@ def test_the_rows_listed_count_one_gpu_in_the_singular():
     doc = json.loads(res.stdout)
     detail = next(c["detail"] for c in doc["candidates"] if c["id"] == "nvidia_h100_sxm:tp16:kv-auto")
     assert "AWS:p5.4xlarge (1 GPU);" in detail and "AWS:p5.48xlarge (8 GPUs);" in detail and "1 GPUs" not in detail
+
+
+def test_pp_refusal_names_the_same_gpus_as_one_tp_group():
+    # cost/goodput/simulate refuse --pp; the layout on the same 16 GPUs they do simulate is TP 8 × 2 = TP 16 across
+    # the two nodes (the refusal said only "--tp")
+    from cli_run import refused
+
+    msg = refused("cost", "--simulate", "meta-llama/Llama-3.1-405B-Instruct", "--gpu", "H100", "--tp", "8", "--pp", "4",
+                  "--slo", "ttft=2s,tpot=60ms")
+    assert "--pp 4: pipeline parallelism is planned" in msg and "the same GPUs: --tp × 4" in msg

@@ -27,8 +27,10 @@ DP_REFUSAL = (
 PP_REFUSAL = (
     "--pp {pp}: pipeline parallelism is planned (`kvledger plan --pp N`: each stage's layers, weights and KV) but not "
     "simulated: the simulator steps one TP group per replica (or vLLM's DP ranks in lock-step), not stages passing "
-    "micro-batches to one another; plan the stages with `kvledger plan`, and simulate one stage-free layout (--tp, "
-    "or --data-parallel-size with --enable-expert-parallel for a MoE model)")
+    "micro-batches to one another; plan the stages with `kvledger plan` (its roofline prices a step as one pass "
+    "through them, with the sends between stages), and simulate one stage-free layout on the same GPUs: --tp × {pp} "
+    "(e.g. --tp 16 for --tp 8 --pp 2 on 8-GPU nodes: one TP group across the nodes, its all-reduces over the NICs; "
+    "--inter-node-link gives yours), or --data-parallel-size with --enable-expert-parallel for a MoE model")
 """The refusal of pipeline stages in ``kvledger simulate``, formatted with the size given."""
 
 
