@@ -78,3 +78,15 @@ def test_the_tp_fix_of_a_pp_plan_says_it_doubles_the_replicas_gpus():
     p = build_plan(load_model(LLAMA_405B), resolve_gpu("H100-SXM"), make_settings(tp=8, pp=2))
     tp_fix = next(o for o in p.advice.options if o.action.startswith("--tp 16"))
     assert "(32, from 16: TP 16 × PP 2)" in tp_fix.detail and round(tp_fix.max_concurrency, 2) == 11.48
+
+
+def test_a_tensor_tp_does_not_divide_is_sent_whole_by_every_rank():
+    # send_tensor_dict splits only where tp divides the elements: hidden 100 at TP 3 → each rank sends all 10 tokens ×
+    # 100 B = 1,000 B over the 50 GB/s NIC (0.02 µs) + 2.7 µs, and no all-gather follows: 2.72 µs (split, TP 4 divides
+    # hidden 100: 250 B + the gather of 750 B at 450 GB/s and 3 × 0.6 µs: 2.705 + 1.8017 = 4.5067 µs)
+    from kvledger.accounting.pipeline_pass import PipelineSends
+
+    whole = PipelineSends(2, 3, 100, 1, 0, 50e9, 450e9, "given", split=False)
+    assert whole.seconds(10) == pytest.approx(2.72e-6, rel=1e-9)
+    sliced = PipelineSends(2, 4, 100, 1, 0, 50e9, 450e9, "given")
+    assert sliced.seconds(10) == pytest.approx(2.7e-6 + 250 / 50e9 + 3 * 0.6e-6 + 750 / 450e9, rel=1e-9)
