@@ -152,3 +152,27 @@ def test_the_interval_row_names_itself():
     row = with_interval(sliding_retention("0.33.0"), 256)
     assert (row.prefix_cache_retention_interval, row.since) == (256, (0, 29, 0))
     assert row.keeps.startswith("the window's blocks before every multiple of 256 tokens")
+
+
+def hits_env(version: str, interval: int) -> list[int]:
+    rule = StepBlockRule.from_layout(HYBRID, max_model_len=64, inflight_tokens=64, engine_version=version,
+                                     retention_interval=interval)
+    cfg = EngineConfig(num_gpu_blocks=60, max_model_len=64, block_size=4, max_num_batched_tokens=64,
+                       blocks_for_tokens=HYBRID.blocks_for_tokens, step_blocks=rule)
+    return [r.num_cached_tokens for r in simulate(SHARED, cfg, STEP).records.records]
+
+
+@pytest.mark.parametrize("version, want", [("0.23.0", [0, 24, 24]), ("0.25.0", [0, 24, 24]), ("0.26.0", [0, 24, 32]),
+                                           ("0.28.0", [0, 24, 32])])
+def test_before_0_29_the_environment_variable_keeps_the_junction_from_0_26(version, want):
+    # VLLM_PREFIX_CACHE_RETENTION_INTERVAL = 12 (envs.py, 0.23–0.28; the flag stands for it), SHARED, B = 4, need 2,
+    # 3 blocks a segment: A keeps blocks 1, 2, 4, 5, 7, 8, 10, 11 (i % 3 ≥ 1) and its replay tail 9, 10
+    # (47 // 4 = 11). B's 8-block chain: block 6 is missing at 8 and 7 blocks, 4, 5 are there at 6 → 24.
+    # 0.23–0.25 SlidingWindowManager.reachable_block_mask(num_prompt_tokens=…) keeps the replay boundary's tail only:
+    #   B keeps what A did, so C walks back to 24 as well.
+    # 0.26–0.28 reachable_block_mask(reachable_boundaries=[num_prompt_tokens − 1, shared_prefix_boundary]): B's junction
+    #   (its 8-block chain, longer than its hit) keeps blocks 6, 7 → C hits 32, as 0.33 does (the interval test above).
+    # Without the variable (unset: None, dense) 0.28 keeps every block: [0, 32, 32].
+    assert hits_env(version, 12) == want
+    assert sliding_retention(version, 12).junction is (version >= "0.26.0")
+    assert sliding_retention("0.22.0", 12) is DENSE  # 0.22 has no such variable: the flag is refused there

@@ -133,7 +133,8 @@ class HybridKVManager(PoolUsage, NoStretches):
         if not self.sparse:
             return ()
         ends = [(req.num_prompt_tokens - 1) // self.block_size]
-        if self.enable_caching and req.spec.prefix_segments and any(k == "full" for k, _, _ in self.groups):
+        if (self.rule.retention.junction and self.enable_caching and req.spec.prefix_segments
+                and any(k == "full" for k, _, _ in self.groups)):  # 0.23–0.25 keep no junction (swa_retention.py)
             chain = self._full_chain(req, self._keys(req))
             ends += [chain] if chain > h else []
         return tuple(ends)

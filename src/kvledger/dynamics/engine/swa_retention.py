@@ -23,6 +23,11 @@ vLLM may leave the rest of a sliding group's full blocks unhashed. Releases diff
 before every multiple of ``I`` tokens: block ``i`` where ``i % (I / B) ≥ I / B − need``, every block where
 ``need ≥ I / B`` (``reachable_block_mask``'s segment tails, read in 0.29 and 0.33; vLLM refuses an ``I`` not a multiple
 of B). With it the example's prompt 2 hits 7,936 tokens at ``I`` = 256 (the tail before 7,936 = 31 × 256 is kept).
+
+Before 0.29 the same mask is set only by the environment variable ``VLLM_PREFIX_CACHE_RETENTION_INTERVAL`` (``envs.py``,
+unset: None, dense, the rows above; read in 0.23–0.28, absent in 0.22), which the simulator takes as the flag's value
+(``ENV_BY_RELEASE``, ``sliding_retention(version, interval)``). 0.23–0.25 keep the replay boundary's tail only, no
+junction (``reachable_block_mask(num_prompt_tokens=…)``); 0.26–0.28 keep both (``reachable_boundaries``, as 0.29).
 """
 
 from __future__ import annotations
@@ -31,8 +36,8 @@ from dataclasses import dataclass
 
 from kvledger.accounting.vllm_rules import version_tuple
 
-__all__ = ["SlidingRetention", "RETENTION_BY_RELEASE", "DENSE", "sliding_retention", "reachable_block",
-           "segment_blocks", "with_interval"]
+__all__ = ["SlidingRetention", "RETENTION_BY_RELEASE", "ENV_BY_RELEASE", "ENV_FROM", "DENSE", "sliding_retention",
+           "reachable_block", "segment_blocks", "with_interval"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,7 @@ class SlidingRetention:
     prefix_cache_retention_interval: int | None
     keeps: str
     source: str
+    junction: bool = True  # the shared-prefix junction's tail is kept (False: the replay boundary's only, 0.23–0.25)
 
 
 #: newest first; a release takes the first row whose ``since`` it reaches
@@ -60,18 +66,38 @@ RETENTION_BY_RELEASE: tuple[SlidingRetention, ...] = (
 )
 DENSE = RETENTION_BY_RELEASE[-1]
 
+ENV_FROM = (0, 23, 0)
+"""The first release with ``VLLM_PREFIX_CACHE_RETENTION_INTERVAL`` (``envs.py``; read in 0.23, not in 0.22's)."""
 
-def sliding_retention(engine_version: str | None) -> SlidingRetention:
-    """The row of ``RETENTION_BY_RELEASE`` for a vLLM release; ``DENSE`` where none is named or it does not parse."""
+#: newest first: the rule a release before 0.29 follows with ``VLLM_PREFIX_CACHE_RETENTION_INTERVAL`` set (module doc)
+ENV_BY_RELEASE: tuple[SlidingRetention, ...] = (
+    SlidingRetention((0, 26, 0), 0, "only the window's blocks before the prompt's last block boundary and the shared "
+                     "prefix's junction", "vLLM 0.26–0.28 with VLLM_PREFIX_CACHE_RETENTION_INTERVAL set: "
+                     "SlidingWindowManager.reachable_block_mask (reachable_boundaries), read in 0.26, 0.27 and 0.28"),
+    SlidingRetention(ENV_FROM, 0, "only the window's blocks before the prompt's last block boundary (no junction: "
+                     "a shared prefix is hit only where a segment tail covers it)", "vLLM 0.23–0.25 with "
+                     "VLLM_PREFIX_CACHE_RETENTION_INTERVAL set: SlidingWindowManager.reachable_block_mask (replay "
+                     "boundary only), read in 0.23, 0.24 and 0.25", junction=False),
+)
+
+
+def sliding_retention(engine_version: str | None, interval: int = 0) -> SlidingRetention:
+    """The row of ``RETENTION_BY_RELEASE`` for a vLLM release; ``DENSE`` where none is named or it does not parse.
+    ``interval`` > 0 before 0.29: the ``ENV_BY_RELEASE`` row that ``VLLM_PREFIX_CACHE_RETENTION_INTERVAL`` selects
+    (``with_interval`` then adds its segment tails)."""
     ver = version_tuple(engine_version) if engine_version else None
-    return next((r for r in RETENTION_BY_RELEASE if ver is not None and ver >= r.since), DENSE)
+    row = next((r for r in RETENTION_BY_RELEASE if ver is not None and ver >= r.since), DENSE)
+    if interval and row is DENSE and ver is not None:
+        row = next((r for r in ENV_BY_RELEASE if ver >= r.since), row)
+    return row
 
 
 def with_interval(row: SlidingRetention, interval: int) -> SlidingRetention:
     """``row`` (a release's, 0.29 on) run with ``--prefix-cache-retention-interval interval`` > 0 (module doc)."""
     return SlidingRetention(row.since, interval, f"the window's blocks before every multiple of {interval:,} tokens "
                             "(--prefix-cache-retention-interval), besides " + row.keeps.removeprefix("only "),
-                            row.source.replace("prefix_cache_retention_interval 0", "the interval's segment tails"))
+                            row.source.replace("prefix_cache_retention_interval 0", "the interval's segment tails"),
+                            row.junction)
 
 
 def segment_blocks(retention: SlidingRetention, block_size: int) -> int:

@@ -100,7 +100,7 @@ class StepBlockRule:
         align = [g for g in state if g.state_pages > 1 and not g.state_page_per_block]
         boundary, ck = bool(align), max((g.state_pages - 2 for g in align), default=0)
         prefix = mamba_prefix_rule(engine_version, retention_interval) if boundary and engine_version else None
-        retention = sliding_retention(engine_version)
+        retention = sliding_retention(engine_version, retention_interval)
         retention = with_interval(retention, retention_interval) if retention_interval else retention
         return cls(tuple((g.kind, g.block_size, g.window_tokens) for g in layout.groups), max_model_len,
                    inflight_tokens, boundary, max(ck, 0), retention, prefix, mamba_split(engine_version),
