@@ -72,6 +72,7 @@ def test_search_refuses_them_before_any_candidate():
     with pytest.raises(InputError, match="invalid choice: 'bogus'"):
         kvledger.search("Qwen/Qwen3-30B-A3B", slo="ttft=1s", gpus=["H100"], data_parallel_size=[1, 2],
                         engine_version="0.19.0", all2all_backend="bogus", cache=False)
-    with pytest.raises(InputError, match=r"prefix_cache_retention_interval 256: vLLM 0\.28\.0 refuses it at argument"):
-        kvledger.search("openai/gpt-oss-20b", slo="ttft=1s", gpus=["H100"], engine_version="0.28.0",
+    # 0.22: no flag and no VLLM_PREFIX_CACHE_RETENTION_INTERVAL (first in 0.23's envs.py)
+    with pytest.raises(InputError, match=r"prefix_cache_retention_interval 256: vLLM 0\.22\.0 refuses it at argument"):
+        kvledger.search("openai/gpt-oss-20b", slo="ttft=1s", gpus=["H100"], engine_version="0.22.0",
                         prefix_cache_retention_interval=256, cache=False)

@@ -61,9 +61,12 @@ def test_goodput_and_cost_simulate_take_it():
 
 
 @pytest.mark.parametrize("args, words", [
-    (("--engine-version", "0.28.0", "--prefix-cache-retention-interval", "256"),
-     'vLLM 0.28.0 refuses it at argument parsing ("vllm serve: error: unrecognized arguments: '
+    (("--engine-version", "0.22.0", "--prefix-cache-retention-interval", "256"),
+     'vLLM 0.22.0 refuses it at argument parsing ("vllm serve: error: unrecognized arguments: '
      '--prefix-cache-retention-interval 256")'),
+    (("--engine-version", "0.28.0", "--prefix-cache-retention-interval", "0"),
+     "0.23–0.28 read the environment variable VLLM_PREFIX_CACHE_RETENTION_INTERVAL instead (unset: every block "
+     "kept, the default simulated); set to 0 is not modelled"),
     (("--prefix-cache-retention-interval", "250"),
      '"prefix_cache_retention_interval (250) must be non-negative and a multiple of scheduler_block_size (16)."'),
     (("--prefix-cache-retention-interval", "256", "--policy", "sglang"), "is a vLLM flag"),
@@ -96,9 +99,9 @@ def test_a_negative_interval_is_out_of_range():
 
 def test_the_api_takes_it_as_cost_does():
     # refused in the API's words (the parameter, not the flag), as cost --simulate refuses the flag
-    with pytest.raises(InputError, match="prefix_cache_retention_interval 256: vLLM 0.28.0 refuses it at") as e:
+    with pytest.raises(InputError, match="prefix_cache_retention_interval 256: vLLM 0.22.0 refuses it at") as e:
         kvledger.cost(simulate="openai/gpt-oss-20b", gpu="h100", slo="ttft:2s", api="gpt-4o-mini",
-                      engine_version="0.28.0", prefix_cache_retention_interval=256, at_offered_load=True,
+                      engine_version="0.22.0", prefix_cache_retention_interval=256, at_offered_load=True,
                       num_requests=5, cache=False)
     # vLLM's own words, quoted, keep vLLM's flag; kvledger's advice outside the quotes names the parameter
     assert '("vllm serve: error: unrecognized arguments: --prefix-cache-retention-interval 256")' in str(e.value)
@@ -133,9 +136,9 @@ def test_search_simulates_with_it_and_its_vllm_line_carries_it():
     assert "retention" not in c["launch"]["check"]  # kvledger plan has no such flag: the pool does not depend on it
 
 
-def test_search_refuses_it_before_any_candidate_for_vllm_before_0_29():
-    msg = refused(*SEARCH, "--engine-version", "0.28.0", "--prefix-cache-retention-interval", "256")
-    assert msg.startswith("--prefix-cache-retention-interval 256: vLLM 0.28.0 refuses it at argument parsing")
+def test_search_refuses_it_before_any_candidate_for_vllm_before_0_23():
+    msg = refused(*SEARCH, "--engine-version", "0.22.0", "--prefix-cache-retention-interval", "256")
+    assert msg.startswith("--prefix-cache-retention-interval 256: vLLM 0.22.0 refuses it at argument parsing")
 
 
 def test_search_refuses_a_positive_interval_for_a_model_without_sliding_or_mamba_layers_before_any_candidate():
@@ -154,10 +157,33 @@ def test_search_refuses_a_positive_interval_for_a_model_without_sliding_or_mamba
 
 def test_the_search_api_takes_it_and_refuses_it_before_any_candidate():
     # kvledger.search passes it to the search as --prefix-cache-retention-interval does: refused for a model with
-    # full attention only (Llama-3.1-8B) and for vLLM 0.28 before any candidate is planned, in the API's words
+    # full attention only (Llama-3.1-8B) and for vLLM 0.22 before any candidate is planned, in the API's words
     kw = dict(slo="ttft=2s,tpot=100ms", gpus=["H100"], tp=[1], rate=1, num_requests=50)
     with pytest.raises(InputError, match="prefix_cache_retention_interval 16: vLLM 0.33.0 refuses to start .*this "
                                          "model has no sliding-window or Mamba KV cache group"):
         kvledger.search(MODEL, prefix_cache_retention_interval=16, **kw)
-    with pytest.raises(InputError, match="prefix_cache_retention_interval 256: vLLM 0.28.0 refuses it at argument"):
-        kvledger.search("openai/gpt-oss-20b", engine_version="0.28.0", prefix_cache_retention_interval=256, **kw)
+    with pytest.raises(InputError, match="prefix_cache_retention_interval 256: vLLM 0.22.0 refuses it at argument"):
+        kvledger.search("openai/gpt-oss-20b", engine_version="0.22.0", prefix_cache_retention_interval=256, **kw)
+
+
+@pytest.mark.parametrize("version, hit_tokens", [("0.25.0", 71_424), ("0.28.0", 71_936)])
+def test_before_0_29_it_stands_for_the_environment_variable(version, hit_tokens):
+    # VLLM_PREFIX_CACHE_RETENTION_INTERVAL=256 (envs.py, 0.23–0.28; unset: every block kept, 72,000 at 0.28). As the
+    # 0.33 case above: prompt 2 walks back from its 500-block chain to 496 (blocks 488–495 kept, i % 16 ≥ 8): 7,936.
+    # 0.28 (0.26 on: reachable_block_mask's reachable_boundaries) keeps prompt 2's junction 492–499:
+    # 7,936 + 8 × 8,000 = 71,936. 0.25 (0.23–0.25) keeps the replay boundary's tail only (num_prompt_tokens − 1), so
+    # prompts 3–10 walk back as prompt 2 did: 9 × 7,936 = 71,424 of 100,000.
+    d = cli_json("simulate", *SWA[:-1], version, "--prefix-cache-retention-interval", "256")
+    assert d["summary"]["prefix_cache_hit_tokens"] == hit_tokens
+    assert f"--prefix-cache-retention-interval 256: vLLM {version} has no such flag (it came in 0.29.0); simulated " \
+           "as VLLM_PREFIX_CACHE_RETENTION_INTERVAL=256 in the server's environment" in " ".join(d["notes"])
+    # the Mamba states the variable keeps are not read before 0.29: refused, not simulated as 0.29's rule
+    assert "simulated for sliding-window groups only" in refused(*MAMBA, "--engine-version", "0.28.0",
+                                                                 "--prefix-cache-retention-interval", "8064")
+
+
+def test_search_launches_vllm_before_0_29_with_the_environment_variable():
+    d = cli_json(*SEARCH, "--engine-version", "0.28.0", "--prefix-cache-retention-interval", "256")
+    (c,) = d["candidates"]
+    assert c["launch"]["vllm"].startswith("VLLM_PREFIX_CACHE_RETENTION_INTERVAL=256 vllm serve openai/gpt-oss-20b ")
+    assert "--prefix-cache-retention-interval" not in c["launch"]["vllm"]  # 0.28's argparse refuses the flag

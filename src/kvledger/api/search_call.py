@@ -37,7 +37,7 @@ def search(model: str, *, slo: str, target: float = 0.9, gpus: Sequence[str] | N
     ``max_num_seqs``, ``max_num_batched_tokens``, ``prefix_caching`` and, for a MoE model, ``data_parallel_size``;
     None: the command's default axis) against ``slo`` at ``target``, as ``kvledger search MODEL --slo SLO`` does;
     ``rate`` or a monthly volume sizes replicas and bills, ``api`` adds an API's bill; ``all2all_backend`` (the DP
-    candidates') and ``prefix_cache_retention_interval`` (vLLM ≥ 0.29) as the flags, refused before any candidate.
+    candidates') and ``prefix_cache_retention_interval`` (vLLM ≥ 0.23) as the flags, refused before any candidate.
     ``cache``: read and keep each simulation in the on-disk store, as ``kvledger.goodput``'s ``cache``.
 
     Returns:

@@ -158,7 +158,8 @@ class EngineFlags(SglangNames):
         "vLLM V0's limit on long prompts prefilled at once (≤ 0.26): as --max-num-partial-prefills."))
     prefix_cache_retention_interval: int | None = flag("--prefix-cache-retention-interval", help=(
         "vLLM ≥ 0.29: besides the replay boundary and shared-prefix junction (the default 0), keep sliding-window "
-        "blocks and Mamba states at every multiple of N tokens in the prefix cache (a multiple of the block size)."))
+        "blocks and Mamba states at every multiple of N tokens in the prefix cache (a multiple of the block size); "
+        "0.23–0.28: VLLM_PREFIX_CACHE_RETENTION_INTERVAL=N set, N > 0, sliding-window groups only."))
     enforce_eager: bool | None = flag("--enforce-eager/--no-enforce-eager", help=(
         "vLLM --enforce-eager: no CUDA graphs; the step cost adds the eager launch time "
         "(accounting/host_overhead.py)."))

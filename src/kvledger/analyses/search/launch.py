@@ -25,6 +25,7 @@ from kvledger.accounting.sglang_rules import SGLANG_LATEST, sglang_version_text
 from kvledger.analyses.search.launch_len import launch_len_note
 from kvledger.analyses.search.launch_nodes import on_nodes
 from kvledger.analyses.search.reasons import PRICE_REASONS
+from kvledger.analyses.serving.retention_flag import launch_words
 
 __all__ = ["launch_commands", "CandidateCommands", "candidate_commands", "serve_model_id", "serve_model", "launch_for",
            "SGLANG_KV_DTYPES"]
@@ -57,16 +58,15 @@ def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | N
     flags += ["--mamba-ssm-cache-dtype", p["mamba_ssm_cache_dtype"]] if p.get("mamba_ssm_cache_dtype") else []
     flags += ["--all2all-backend", p["all2all_backend"]] if p.get("all2all_backend") else []  # plan's; vLLM ≥0.12
     flags += [] if pc is None else ["--enable-prefix-caching" if pc else "--no-enable-prefix-caching"]  # plan too
-    retention = ["--prefix-cache-retention-interval", str(i)] if (i := p.get("prefix_cache_retention_interval")) else []
+    env, retention = launch_words(p.get("prefix_cache_retention_interval"), engine_version)  # 0.23–0.28: the env
     deprecated = ["--allow-deprecated-quantization"] if p.get("allow_deprecated_quantization") else []  # vLLM only
-    vllm = ["vllm", "serve", model_id, *flags, *retention, *deprecated]  # not plan flags: the check line leaves them
+    vllm = [*env, "vllm", "serve", model_id, *flags, *retention, *deprecated]  # not plan flags: check leaves them
     check = ["kvledger", "plan", plan_model, "--gpu", gpu_id, *flags] + (["--engine-version", engine_version]
                                                                        if engine_version else []) + (
         ["--wddm"] if p.get("wddm") else [])
     sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp-size", str(tp * dp),
               *(["--dp-size", str(dp), "--enable-dp-attention"] if dp > 1 else []),
-              "--context-length", str(length), "--kv-cache-dtype", SGLANG_KV_DTYPES.get(p["kv_cache_dtype"],
-                  "auto"),
+              "--context-length", str(length), "--kv-cache-dtype", SGLANG_KV_DTYPES.get(p["kv_cache_dtype"], "auto"),
               "--max-running-requests", str(p["max_num_seqs"]), "--chunked-prefill-size",
                   str(p["max_num_batched_tokens"]), *quant]
     if pc is False:

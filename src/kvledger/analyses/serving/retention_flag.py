@@ -2,7 +2,10 @@
 
 * The flag came in 0.29.0 (``config/cache.py : CacheConfig.prefix_cache_retention_interval``, default 0,
   ``engine/arg_utils.py`` adds ``--prefix-cache-retention-interval``; read in 0.29.0 and 0.33.0). Before, argparse
-  refuses it; 0.28.0 reads ``VLLM_PREFIX_CACHE_RETENTION_INTERVAL`` from the environment instead (not modelled).
+  refuses it; 0.23–0.28 read ``VLLM_PREFIX_CACHE_RETENTION_INTERVAL`` from the environment instead (``envs.py``,
+  unset: None, dense, the default simulated; read in 0.23–0.28, absent in 0.22). There the flag stands for that variable
+  set to N > 0 (``swa_retention.ENV_BY_RELEASE``: 0.23–0.25 keep no junction), for sliding-window groups only: the Mamba
+  mask under the variable and a value of 0 are not modelled before 0.29, and are refused.
 * ``v1/core/kv_cache_coordinator.py : _validate_prefix_cache_retention_interval`` (every coordinator, prefix caching
   on or off) refuses a positive interval for a model with no sliding-window or Mamba group, and any interval that is
   not a multiple of ``scheduler_block_size`` (``kv_cache_utils.py``: the lcm of the groups' block sizes).
@@ -16,11 +19,13 @@ import math
 from typing import Any
 
 from kvledger.accounting.vllm_rules import LATEST, parse_version
+from kvledger.dynamics.engine.swa_retention import ENV_FROM
 from kvledger.errors import InputError
 
-__all__ = ["RETENTION_FLAG_FROM", "retention_interval_override", "check_release", "check_model_groups"]
+__all__ = ["RETENTION_FLAG_FROM", "retention_interval_override", "check_release", "check_model_groups",
+           "launch_words"]
 
-RETENTION_FLAG_FROM = (0, 29, 0)  # in 0.29.0's engine/arg_utils.py; 0.28.0 has the environment variable only
+RETENTION_FLAG_FROM = (0, 29, 0)  # in 0.29.0's engine/arg_utils.py; 0.23–0.28 have the environment variable only
 
 
 def retention_interval_override(a: Any, plan: Any) -> tuple[int, list[str]]:
@@ -38,6 +43,7 @@ def retention_interval_override(a: Any, plan: Any) -> tuple[int, list[str]]:
                          "SGLang has no such setting: drop it, or simulate vLLM (another --policy)")
     check_release(interval, m.engine_version)
     groups = plan.layout.groups if plan.layout is not None else ()
+    env = _env_note(interval, m.engine_version, any(g.kind == "state" for g in groups))
     if interval == 0:
         return 0, [f"{flag}: vLLM {m.engine_version}'s default (config/cache.py), as a run without the flag"]
     where = (f"vLLM {m.engine_version} refuses to start (v1/core/kv_cache_coordinator.py "
@@ -54,22 +60,41 @@ def retention_interval_override(a: Any, plan: Any) -> tuple[int, list[str]]:
     if getattr(a, "enable_prefix_caching", None) is False:  # checked at start-up as above, but nothing is cached
         return interval, [f"{flag} with --no-enable-prefix-caching: vLLM {m.engine_version} checks it at start-up "
                           "but caches no block, so it changes nothing here"]
-    return interval, []
+    return interval, env
 
 
 def check_release(interval: int | None, engine_version: str | None) -> None:
-    """Refuse ``--prefix-cache-retention-interval`` for a vLLM release before 0.29 (None: the newest, which has it).
+    """Refuse ``--prefix-cache-retention-interval`` for a vLLM release before 0.23, or 0 before 0.29 (None: the
+    newest, which has it; 0.23–0.28: ``VLLM_PREFIX_CACHE_RETENTION_INTERVAL``, module doc).
 
     Raises:
         InputError: in vLLM's argparse words (module doc).
     """
     if interval is None or not engine_version or parse_version(engine_version) >= RETENTION_FLAG_FROM:
         return
-    raise InputError(f"--prefix-cache-retention-interval {interval}: vLLM {engine_version} refuses it at argument "
-                     "parsing (\"vllm serve: error: unrecognized arguments: --prefix-cache-retention-interval "
-                     f"{interval}\"): the flag came in 0.29.0 (config/cache.py CacheConfig.prefix_cache_retention_"
-                     "interval; 0.28.0 reads the environment variable VLLM_PREFIX_CACHE_RETENTION_INTERVAL instead, "
-                     "not modelled); drop it, or use --engine-version 0.29.0 or later")
+    said = (f"--prefix-cache-retention-interval {interval}: vLLM {engine_version} refuses it at argument parsing "
+            f"(\"vllm serve: error: unrecognized arguments: --prefix-cache-retention-interval {interval}\"): the flag "
+            "came in 0.29.0 (config/cache.py CacheConfig.prefix_cache_retention_interval)")
+    if parse_version(engine_version) < ENV_FROM:
+        raise InputError(f"{said}; drop it, or use --engine-version 0.29.0 or later")
+    if interval == 0:
+        raise InputError(f"{said}; 0.23–0.28 read the environment variable VLLM_PREFIX_CACHE_RETENTION_INTERVAL "
+                         "instead (unset: every block kept, the default simulated); set to 0 is not modelled: drop "
+                         "the flag, or give a positive interval to simulate the variable set to it")
+
+
+def _env_note(interval: int, engine_version: str, state: bool) -> list[str]:
+    """The note that a positive interval before 0.29 stands for ``VLLM_PREFIX_CACHE_RETENTION_INTERVAL``; refused
+    for a Mamba (state) group, whose mask under it is not read (module doc)."""
+    if parse_version(engine_version) >= RETENTION_FLAG_FROM:
+        return []
+    var = f"VLLM_PREFIX_CACHE_RETENTION_INTERVAL={interval}"
+    if state:
+        raise InputError(f"--prefix-cache-retention-interval {interval}: vLLM {engine_version} has no such flag; "
+                         f"{var} in its environment is simulated for sliding-window groups only (the Mamba states "
+                         "it keeps are not read before 0.29): drop it, or use --engine-version 0.29.0 or later")
+    return [f"--prefix-cache-retention-interval {interval}: vLLM {engine_version} has no such flag (it came in "
+            f"0.29.0); simulated as {var} in the server's environment (envs.py; unset by default: every block kept)"]
 
 
 def _no_group(flag: str, where: str) -> str:
@@ -79,16 +104,28 @@ def _no_group(flag: str, where: str) -> str:
 
 
 def check_model_groups(interval: int | None, model: Any, engine_version: str | None) -> None:
-    """Refuse a positive ``--prefix-cache-retention-interval`` (or one before 0.29) for ``model`` (a ``ModelSpec``)
-    before any plan: a model with no sliding-window or Mamba (state) layer has no such KV cache group at any GPU or TP,
-    so every candidate of a search would fail alike (vLLM's words, as ``retention_interval_override``).
+    """Refuse a positive ``--prefix-cache-retention-interval`` (or one vLLM's release cannot take) for ``model`` (a
+    ``ModelSpec``) before any plan: a model with no sliding-window or Mamba (state) layer has no such KV cache group at
+    any GPU or TP, so every candidate of a search would fail alike (vLLM's words, as ``retention_interval_override``).
 
     Raises:
         InputError: the release or the model refuses it (module doc).
     """
     check_release(interval, engine_version)
     kinds = model.layer_counts()
+    if interval and engine_version:
+        _env_note(interval, engine_version, bool(kinds.get("state")))  # before 0.29: no Mamba rule (module doc)
     if interval and not (kinds.get("sliding_window") or kinds.get("state")):
         ver = engine_version or LATEST
         raise InputError(_no_group(f"--prefix-cache-retention-interval {interval}", f"vLLM {ver} refuses to start "
                                    "(v1/core/kv_cache_coordinator.py _validate_prefix_cache_retention_interval)"))
+
+
+def launch_words(interval: int | None, engine_version: str | None) -> tuple[list[str], list[str]]:
+    """(environment words, flag words) that launch vLLM ``engine_version`` with a positive ``interval``: the flag from
+    0.29 (and with no version named), ``VLLM_PREFIX_CACHE_RETENTION_INTERVAL=N`` before it (module doc)."""
+    if not interval:
+        return [], []
+    if engine_version and parse_version(engine_version) < RETENTION_FLAG_FROM:
+        return [f"VLLM_PREFIX_CACHE_RETENTION_INTERVAL={interval}"], []
+    return [], ["--prefix-cache-retention-interval", str(interval)]
