@@ -177,9 +177,29 @@ def test_before_0_29_it_stands_for_the_environment_variable(version, hit_tokens)
     assert d["summary"]["prefix_cache_hit_tokens"] == hit_tokens
     assert f"--prefix-cache-retention-interval 256: vLLM {version} has no such flag (it came in 0.29.0); simulated " \
            "as VLLM_PREFIX_CACHE_RETENTION_INTERVAL=256 in the server's environment" in " ".join(d["notes"])
-    # the Mamba states the variable keeps are not read before 0.29: refused, not simulated as 0.29's rule
-    assert "simulated for sliding-window groups only" in refused(*MAMBA, "--engine-version", "0.28.0",
-                                                                 "--prefix-cache-retention-interval", "8064")
+
+
+def prefix_line(*args: str) -> str:
+    out = run_cli(*MAMBA, *args).output
+    return next(line.strip() for line in out.splitlines() if "prefix cache: hit rate" in line)
+
+
+def test_before_0_29_the_environment_variable_keeps_mamba_states_as_each_release_does():
+    # the Mamba case with VLLM_PREFIX_CACHE_RETENTION_INTERVAL = 8,160 (MambaManager.reachable_block_mask): 0.23–0.28
+    # lay Qwen3-Next out with B = 544, so chunks are 15 blocks = 8,160 (the interval: the chunk grid). Request 1's
+    # chunks end at 8,160, 16,320, 24,480 (multiples of I: kept) and 31,552 (P − P % B up to 0.31, its replay
+    # boundary (32,000 − 1) // 544 × 544: kept). Request 2's chain is 55 blocks (29,920): it hits 24,480 and its
+    # chunk stops at the junction 29,920 (0.24–0.25 the admitted chunk, 0.26 on every chunk).
+    # 0.28 (reachable_boundaries) keeps that state: requests 3–20 hit 29,920: 24,480 + 18 × 29,920 = 563,040.
+    # 0.25 (num_prompt_tokens only) does not: every request from the second hits 24,480: 19 × 24,480 = 465,120
+    # (unset, 0.25 keeps every chunk end: 563,040). Prefix caching is on by default for hybrids from 0.26 only.
+    on = ("--enable-prefix-caching", "--prefix-cache-retention-interval", "8160")
+    assert prefix_line("--engine-version", "0.28.0", *on).startswith(
+        "prefix cache: hit rate 88.0% (563,040 of 640,000 prompt tokens)")
+    assert prefix_line("--engine-version", "0.25.0", *on).startswith(
+        "prefix cache: hit rate 72.7% (465,120 of 640,000 prompt tokens)")
+    # 0.23's MambaManager has no mask of its own (the base class's None: every state kept): as without the variable
+    assert prefix_line("--engine-version", "0.23.0", *on) == prefix_line("--engine-version", "0.23.0", *on[:1])
 
 
 def test_search_launches_vllm_before_0_29_with_the_environment_variable():

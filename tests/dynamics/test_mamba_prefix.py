@@ -138,6 +138,17 @@ def test_release_table():
     assert mamba_prefix_rule("0.18.0") is None
 
 
+def test_release_table_with_the_environment_variable():
+    # VLLM_PREFIX_CACHE_RETENTION_INTERVAL = 8 (envs.py, 0.23–0.28): 0.23's MambaManager has no reachable_block_mask
+    # (the base class's None: dense, the interval dropped); 0.24/0.25's keeps the replay boundary only
+    # (num_prompt_tokens), 0.26–0.28's the junction too (reachable_boundaries); 0.29 on: the flag, junction kept
+    got = {v: (r.every_chunk_end, r.retention_interval, r.keeps_junction)
+           for v in ("0.23.0", "0.25.0", "0.26.0", "0.28.0", "0.33.0") for r in [mamba_prefix_rule(v, 8)]}
+    assert got == {"0.23.0": (True, 0, True), "0.25.0": (False, 8, False), "0.26.0": (False, 8, True),
+                   "0.28.0": (False, 8, True), "0.33.0": (False, 8, True)}
+    assert "(no junction)" in mamba_prefix_rule("0.25.0", 8).text
+
+
 def test_a_state_registered_in_this_schedule_is_hit_from_the_next():
     # 0.33, B = 4, max_num_batched_tokens 8; A (alone) as in the small case; B and C arrive together after it.
     # step 1: B 0 → 8 (hit 0, junction 12), no budget for C. step 2: B 8 → 12 (cut at the junction, its state

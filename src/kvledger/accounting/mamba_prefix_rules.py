@@ -25,7 +25,10 @@ Releases between those read take the rule of the last one read before them. vLLM
 
 ``--prefix-cache-retention-interval I`` (0.29 on; ``MambaManager.reachable_block_mask``, read in 0.29 and 0.33) adds
 to the boundaries the state at every multiple of ``I`` tokens (``I // B`` ≤ 1: every block-aligned state), where a
-chunk ends or exports its checkpoint there.
+chunk ends or exports its checkpoint there. Before 0.29 ``VLLM_PREFIX_CACHE_RETENTION_INTERVAL`` (``envs.py``) sets
+it: 0.23's ``MambaManager`` keeps the base class's dense mask (every chunk end, as unset); 0.24–0.25's mask keeps the
+replay boundary and the multiples of ``I`` but no junction (``reachable_block_mask(num_prompt_tokens=…)``), 0.26–0.28's
+the junction too (``reachable_boundaries``), read in each.
 
 The chunk split's last cacheable stop (``_mamba_block_aligned_split``: ``last_cache_position``), by release
 (``SPLITS``): up to 0.31 ``num_tokens − num_tokens % B`` (read in 0.19, 0.25, 0.26, 0.27, 0.28, 0.29, 0.30, 0.31);
@@ -59,8 +62,9 @@ class MambaPrefixRule:
             and the junction, ``prefix_cache_retention_interval`` 0).
         junction_stop: a key of ``JUNCTION_STOPS``: where the scheduler ends a chunk at the junction.
         read: the releases whose source the rule was read in.
-        retention_interval: ``--prefix-cache-retention-interval`` given > 0 (0.29 on): the states at its multiples
-            are kept too, tokens (0: the release's default).
+        retention_interval: ``--prefix-cache-retention-interval`` given > 0 (0.29 on; 0.24–0.28 the environment
+            variable): the states at its multiples are kept too, tokens (0: the release's default).
+        keeps_junction: the junction's state is kept where not every chunk end's is (False: 0.24–0.25's variable).
     """
 
     release: str
@@ -68,6 +72,7 @@ class MambaPrefixRule:
     junction_stop: str
     read: str
     retention_interval: int = 0
+    keeps_junction: bool = True
 
     def keeps_periodic(self, position: int, block_size: int) -> bool:
         """Whether ``--prefix-cache-retention-interval`` keeps the state after ``position`` tokens (a multiple of
@@ -83,8 +88,10 @@ class MambaPrefixRule:
                 "(prefix_cache_retention_interval 0)")
         if self.retention_interval:
             kept = (f"the states at every multiple of {self.retention_interval:,} tokens where a chunk ends or "
-                    "checkpoints, the prompt's last block boundary and the shared prefix's junction "
-                    f"(--prefix-cache-retention-interval {self.retention_interval}, MambaManager.reachable_block_mask)")
+                    "checkpoints, the prompt's last block boundary" + (" and the shared prefix's junction" if
+                                                                      self.keeps_junction else " (no junction)") +
+                    f" (--prefix-cache-retention-interval {self.retention_interval}, "
+                    "MambaManager.reachable_block_mask)")
         stop = {"none": "no chunk stops at the junction",
                 "first_chunk": "the admitted chunk stops at the junction (num_uncached_common_prefix_tokens)",
                 "every_chunk": "prefill chunks stop at the junction (shared_prefix_boundary)"}[self.junction_stop]
@@ -112,7 +119,13 @@ def mamba_prefix_rule(engine_version: str, retention_interval: int = 0) -> Mamba
             row = r
     if row is None:
         return None
-    return MambaPrefixRule(".".join(map(str, ver)), row[1], row[2], row[3], retention_interval)
+    release, every, read, junction = ".".join(map(str, ver)), row[1], row[3], True
+    if retention_interval and ver < (0, 29, 0):  # VLLM_PREFIX_CACHE_RETENTION_INTERVAL (module doc)
+        if ver < (0, 24, 0):  # 0.23: MambaManager has no mask of its own, every state kept
+            return MambaPrefixRule(release, every, row[2], read)
+        every, junction = False, ver >= (0, 26, 0)
+        read += "; with VLLM_PREFIX_CACHE_RETENTION_INTERVAL: 0.24–0.28"
+    return MambaPrefixRule(release, every, row[2], read, retention_interval, junction)
 
 
 #: (first release, split): the chunk split of the newest row ≤ the version (module doc); "0.32" also with none named

@@ -159,7 +159,7 @@ class EngineFlags(SglangNames):
     prefix_cache_retention_interval: int | None = flag("--prefix-cache-retention-interval", help=(
         "vLLM ≥ 0.29: besides the replay boundary and shared-prefix junction (the default 0), keep sliding-window "
         "blocks and Mamba states at every multiple of N tokens in the prefix cache (a multiple of the block size); "
-        "0.23–0.28: VLLM_PREFIX_CACHE_RETENTION_INTERVAL=N set, N > 0, sliding-window groups only."))
+        "0.23–0.28: as VLLM_PREFIX_CACHE_RETENTION_INTERVAL=N set, N > 0."))
     enforce_eager: bool | None = flag("--enforce-eager/--no-enforce-eager", help=(
         "vLLM --enforce-eager: no CUDA graphs; the step cost adds the eager launch time "
         "(accounting/host_overhead.py)."))

@@ -4,8 +4,8 @@
   ``engine/arg_utils.py`` adds ``--prefix-cache-retention-interval``; read in 0.29.0 and 0.33.0). Before, argparse
   refuses it; 0.23–0.28 read ``VLLM_PREFIX_CACHE_RETENTION_INTERVAL`` from the environment instead (``envs.py``,
   unset: None, dense, the default simulated; read in 0.23–0.28, absent in 0.22). There the flag stands for that variable
-  set to N > 0 (``swa_retention.ENV_BY_RELEASE``: 0.23–0.25 keep no junction), for sliding-window groups only: the Mamba
-  mask under the variable and a value of 0 are not modelled before 0.29, and are refused.
+  set to N > 0 (``swa_retention.ENV_BY_RELEASE``: 0.23–0.25 keep no junction; Mamba states: ``mamba_prefix_rules``,
+  0.23 dense, 0.24–0.25 no junction); a value of 0 is not modelled before 0.29, and is refused.
 * ``v1/core/kv_cache_coordinator.py : _validate_prefix_cache_retention_interval`` (every coordinator, prefix caching
   on or off) refuses a positive interval for a model with no sliding-window or Mamba group, and any interval that is
   not a multiple of ``scheduler_block_size`` (``kv_cache_utils.py``: the lcm of the groups' block sizes).
@@ -43,7 +43,7 @@ def retention_interval_override(a: Any, plan: Any) -> tuple[int, list[str]]:
                          "SGLang has no such setting: drop it, or simulate vLLM (another --policy)")
     check_release(interval, m.engine_version)
     groups = plan.layout.groups if plan.layout is not None else ()
-    env = _env_note(interval, m.engine_version, any(g.kind == "state" for g in groups))
+    env = _env_note(interval, m.engine_version)
     if interval == 0:
         return 0, [f"{flag}: vLLM {m.engine_version}'s default (config/cache.py), as a run without the flag"]
     where = (f"vLLM {m.engine_version} refuses to start (v1/core/kv_cache_coordinator.py "
@@ -83,16 +83,11 @@ def check_release(interval: int | None, engine_version: str | None) -> None:
                          "the flag, or give a positive interval to simulate the variable set to it")
 
 
-def _env_note(interval: int, engine_version: str, state: bool) -> list[str]:
-    """The note that a positive interval before 0.29 stands for ``VLLM_PREFIX_CACHE_RETENTION_INTERVAL``; refused
-    for a Mamba (state) group, whose mask under it is not read (module doc)."""
+def _env_note(interval: int, engine_version: str) -> list[str]:
+    """The note that a positive interval before 0.29 stands for ``VLLM_PREFIX_CACHE_RETENTION_INTERVAL``."""
     if parse_version(engine_version) >= RETENTION_FLAG_FROM:
         return []
     var = f"VLLM_PREFIX_CACHE_RETENTION_INTERVAL={interval}"
-    if state:
-        raise InputError(f"--prefix-cache-retention-interval {interval}: vLLM {engine_version} has no such flag; "
-                         f"{var} in its environment is simulated for sliding-window groups only (the Mamba states "
-                         "it keeps are not read before 0.29): drop it, or use --engine-version 0.29.0 or later")
     return [f"--prefix-cache-retention-interval {interval}: vLLM {engine_version} has no such flag (it came in "
             f"0.29.0); simulated as {var} in the server's environment (envs.py; unset by default: every block kept)"]
 
@@ -113,8 +108,6 @@ def check_model_groups(interval: int | None, model: Any, engine_version: str | N
     """
     check_release(interval, engine_version)
     kinds = model.layer_counts()
-    if interval and engine_version:
-        _env_note(interval, engine_version, bool(kinds.get("state")))  # before 0.29: no Mamba rule (module doc)
     if interval and not (kinds.get("sliding_window") or kinds.get("state")):
         ver = engine_version or LATEST
         raise InputError(_no_group(f"--prefix-cache-retention-interval {interval}", f"vLLM {ver} refuses to start "

@@ -213,7 +213,8 @@ class MambaPrefixKVManager(PoolUsage, NoStretches):
         B = self.block_size
         if self.prefix_rule.every_chunk_end or self.prefix_rule.keeps_periodic(position, B):
             return True
-        return position in ((req.num_prompt_tokens - 1) // B * B, req.shared_prefix_boundary // B * B)
+        junction = req.shared_prefix_boundary // B * B if self.prefix_rule.keeps_junction else -1  # 0.24–0.25: none
+        return position in ((req.num_prompt_tokens - 1) // B * B, junction)
 
     def _register_state(self, req: SimRequest, page: int, g: int, position: int) -> None:
         keys, i = self._keys(req), position // self.block_size - 1
