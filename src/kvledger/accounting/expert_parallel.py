@@ -38,14 +38,15 @@ def expert_parallel_notes(model: ModelSpec, s: PlanSettings) -> tuple[str, ...]:
     """
     if not s.enable_expert_parallel:
         return ()
-    if s.engine != "vllm":
-        flag = "--enable-ep-moe / --ep-size" if s.engine == "sglang" else "its own expert-parallel settings"
-        raise InputError(f"--enable-expert-parallel is vLLM's flag; {s.engine} takes {flag}, which kvledger does not "
+    if not model.is_moe:  # first: no engine's expert parallelism applies, so "model vLLM" would mislead
+        raise InputError(f"--enable-expert-parallel: {model.name} has no routed experts, so no engine's expert "
+                         "parallelism applies to it, and vLLM refuses it for such a model (\"Number of experts in the "
+                         "model must be greater than 0\"); drop the flag")
+    if s.engine != "vllm":  # SGLang's flags: cli/ep_flags.py; TensorRT-LLM's: trtllm-serve's --ep_size (serve.py)
+        name, flag = (("SGLang", "--ep-size (0.4.x also --enable-ep-moe)") if s.engine == "sglang"
+                      else ("TensorRT-LLM", "trtllm-serve's --ep_size"))
+        raise InputError(f"--enable-expert-parallel is vLLM's flag; {name} takes {flag}, which kvledger does not "
                          "model: drop --enable-expert-parallel, or model vLLM")
-    if not model.is_moe:
-        raise InputError(f"--enable-expert-parallel: {model.name} has no routed experts, and vLLM refuses expert "
-                         "parallelism for such a model (\"Number of experts in the model must be greater than 0\"); "
-                         "drop the flag")
     idle = _idle_ranks_note(model, s)
     if (s.data_parallel_size or 1) > 1:  # with data parallelism the plan's DP note says it (dp_attention.py)
         return idle

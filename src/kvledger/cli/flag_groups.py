@@ -18,7 +18,6 @@ from typing import Annotated, Any
 
 from kvledger.cli.flag_field import flag
 from kvledger.cli.link_flags import INTER_NODE_LINK_HELP
-from kvledger.cli.sglang_ep import refuse_sglang_ep
 from kvledger.cli.sglang_names import SglangNames
 from kvledger.cli.tier_flags import SIM_ONLY, TierFlags  # kept importable from here, as the other groups
 
@@ -206,14 +205,10 @@ class EngineFlags(SglangNames):
         "profile, as measured; each layer's norm, RoPE, activation and add kernels priced too; flat on other GPUs) "
         "or flat (one FLOP fraction, no kernel term). Default: the GPU profile's, else measured."))
     ep_size: int | None = flag("--ep-size", "--expert-parallel-size", help=(
-        "SGLang's expert-parallel size: not modelled; refused, naming --enable-expert-parallel."))
+        "SGLang's expert-parallel size: 1 simulates as without it; other sizes are not modelled and refused, naming "
+        "what applies to the model (a MoE model: --enable-expert-parallel; a dense one: --tp or data parallelism)."))
     enable_ep_moe: bool | None = flag("--enable-ep-moe", help=(  # None, not False: sim_request drops Nones
         "SGLang 0.4.x's EP = TP flag: not modelled; refused, naming --enable-expert-parallel."))
-
-    def __post_init__(self) -> None:
-        SglangNames.__post_init__(self)  # SGLang's spellings first (--tp-size: the --tp the refusal names)
-        refuse_sglang_ep(str(self.policy or "vllm").lower(), self.tp or 1, self.ep_size, self.enable_ep_moe,
-                         ("simulation", "simulate"))
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from kvledger.cli.flag_groups import EngineFlags, flag, flag_like
 from kvledger.cli.link_flags import INTER_NODE_LINK_HELP, inter_node_link
-from kvledger.cli.sglang_ep import refuse_sglang_ep
 from kvledger.cli.sglang_names import SglangNames
 
 __all__ = ["PlanFlags", "PlanMoreFlags", "plan_inputs"]
@@ -28,8 +27,9 @@ class PlanFlags(SglangNames):
         "vLLM flag (data parallel 1): a MoE model's experts whole over the TP ranks (rank 0 holds ceil(E/TP)) instead "
         "of a 1/TP slice of each; the step cost waits for the busiest rank. vLLM only; refused for dense models."))
     ep_size: int | None = flag("--ep-size", "--expert-parallel-size", help=(
-        "SGLang's expert-parallel size: not modelled; refused, naming kvledger's equivalent "
-        "(--enable-expert-parallel)."))
+        "SGLang's expert-parallel size (TensorRT-LLM's --ep_size): 1 plans as without it; other sizes are not "
+        "modelled and refused, naming what applies to the model (a MoE model: --enable-expert-parallel; a dense one: "
+        "--tp or data parallelism)."))
     enable_ep_moe: bool = flag("--enable-ep-moe", default=False, help=(
         "SGLang 0.4.x's EP = TP flag: not modelled; refused, naming kvledger's equivalent "
         "(--enable-expert-parallel)."))
@@ -110,10 +110,6 @@ class PlanFlags(SglangNames):
         "float32 for Nemotron-H), float32, float16 or bfloat16 (config/cache.py MambaDType); conv state stays in "
         "the model dtype."))
 
-    def __post_init__(self) -> None:
-        SglangNames.__post_init__(self)  # SGLang's spellings first (--tp-size: the --tp the refusal names)
-        refuse_sglang_ep(str(self.engine).lower(), self.tp, self.ep_size, self.enable_ep_moe)
-
 
 @dataclass(frozen=True, slots=True)
 class PlanMoreFlags:
@@ -175,6 +171,17 @@ def _bytes_opt(v: str | None, what: str, positive: bool = False) -> int | None:
     return None if v is None else parse_memory_flag(v, what=what, positive=positive)
 
 
+def _model(model: str, f: PlanFlags):
+    """The ModelSpec ``model`` names, once its EP-size flags are refused in words that fit it (a dense model has no
+    experts: cli/ep_flags.py)."""
+    from kvledger.catalog.models import load_model
+    from kvledger.cli.ep_flags import refuse_ep_flags
+
+    spec = load_model(model)
+    refuse_ep_flags(str(f.engine).lower(), f.tp, f.ep_size, f.enable_ep_moe, spec)
+    return spec
+
+
 def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
     """(ModelSpec, GpuSpec, PlanSettings, the GPU profile pricing the roofline or None) of ``plan``'s flags; the TP
     all-reduces' link share is ``--allreduce-link-share``, else the profile's fitted one (as ``simulate``'s). Raises
@@ -182,13 +189,12 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
     from kvledger.accounting.settings import engine_name, make_settings
     from kvledger.accounting.vllm_ssm_dtype import check_ssm_dtype
     from kvledger.catalog.gpu_file import check_device_memory, resolve_gpu
-    from kvledger.catalog.models import load_model
     from kvledger.cli.analysis_opts import list_items
     from kvledger.cli.kv_dtype_flag import check_kv_dtype_for_engine
     from kvledger.units import parse_tokens
 
     ctxs = tuple(parse_tokens(c, what="--context") for c in list_items(f.context, "--context")) or None
-    spec = load_model(model)
+    spec = _model(model, f)
     g = resolve_gpu(gpu, memory_bytes=check_device_memory(_bytes_opt(f.gpu_memory, "--gpu-memory"), "--gpu-memory"),
                     bandwidth_bytes_per_s=f.gpu_bandwidth * 1e12 if f.gpu_bandwidth is not None else None,
                     bf16_flops_per_s=f.gpu_bf16_tflops * 1e12 if f.gpu_bf16_tflops is not None else None)

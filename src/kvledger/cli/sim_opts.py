@@ -48,6 +48,8 @@ SIM_TIERS = GroupUse(TierFlags, prefix="[--simulate] ", help=TIER_HELP)
 _FIELD = {"think_time": "think_time_s", "prefix_caching": "enable_prefix_caching",
           "chunked_prefill": "enable_chunked_prefill"}
 _SYNTHETIC = ("prompt_lengths", "output_lengths", "arrival_cv")
+#: taken only to be refused, or at SGLang's --ep-size 1 (its default) to change nothing: no SimRequestArgs field
+_NOT_SIMULATED = (*_SYNTHETIC, "ep_size", "enable_ep_moe")
 
 
 def check_loop_flags(workload: WorkloadFlags) -> None:
@@ -110,7 +112,8 @@ def sim_request(model: str, gpu: str | None, workload: WorkloadFlags, engine: En
     """(SimRequestArgs, SyntheticSpec or None) from the two groups; a flag left None takes SimRequestArgs's default.
 
     Raises:
-        InputError: no --gpu, arrival flags the loop would ignore, or half a synthetic workload.
+        InputError: no --gpu, arrival flags the loop would ignore, an EP size (ep_flags.py), or half a synthetic
+            workload.
     """
     from kvledger.analyses.serving.sim_setup import SimRequestArgs
     from kvledger.cli.kv_dtype_flag import sim_kv_dtype_check
@@ -119,10 +122,16 @@ def sim_request(model: str, gpu: str | None, workload: WorkloadFlags, engine: En
     if gpu is None:
         raise InputError("--simulate needs --gpu (a catalog GPU such as H100, or a GPU file)")
     check_loop_flags(workload)
+    if engine.ep_size is not None or engine.enable_ep_moe:  # the refusal's words need the model (ep_flags.py)
+        from kvledger.catalog.models import load_model
+        from kvledger.cli.ep_flags import refuse_ep_flags
+
+        refuse_ep_flags(str(engine.policy or "vllm").lower(), engine.tp or 1, engine.ep_size, engine.enable_ep_moe,
+                        load_model(model), ("simulation", "simulate"))
     sim_kv_dtype_check(engine.kv_cache_dtype, engine.policy, engine.engine_version)
     synthetic = synthetic_spec(workload)
     values = {**dataclasses.asdict(workload), **dataclasses.asdict(engine)}
-    fields = {_FIELD.get(k, k): v for k, v in values.items() if v is not None and k not in _SYNTHETIC}
+    fields = {_FIELD.get(k, k): v for k, v in values.items() if v is not None and k not in _NOT_SIMULATED}
     if workload.num_requests is None and num_requests_default is not None:
         fields["num_requests"] = num_requests_default
     return SimRequestArgs(model=model, gpu=gpu, **fields), synthetic
