@@ -59,6 +59,7 @@ class DoctorContext:
     notes: tuple[str, ...] = field(default_factory=tuple)
     gpu_known: bool = False  # --gpu, or the device the log names (else a generic GPU of the log's device total)
     weights_release: str | None = None  # version_from_weights' note (also in ``notes``), or None
+    own_release_plan: Plan | None = None  # --engine-version given: ``model_plan`` under the log's own rules
 
 
 def _tp(log: VllmLog) -> tuple[int, str]:
@@ -265,6 +266,9 @@ def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = N
             if engine_version is None:  # the log's weights may name the release its rules came from
                 release = weights_release_note(log, plans[0], lambda v: plan_with(spec, g, {**kw, "engine_version": v}))
                 notes += [release] if release else []
+            elif log.rules_version:  # the log's own rules too: a check beside the forecast (startup_verdicts.py)
+                own = plan_with(spec, g, {**kw, "engine_version": log.rules_version})
+                plans.append(None if isinstance(own, str) else own)
         sg = stand_in_gpu(log, g, kw)
         if st.available_kv_bytes:
             plans[1] = plan_with(spec, sg, kw, available_kv_memory_bytes=st.available_kv_bytes)
@@ -286,4 +290,5 @@ def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = N
     else:
         blocks = log_blocks(log, None)
     return DoctorContext(log, spec, msrc, g, gsrc, kw, src, replicas, prefix_share, plans[0], plans[1], plans[2],
-                         blocks, tuple(notes), gpu_known=known, weights_release=release)
+                         blocks, tuple(notes), gpu_known=known, weights_release=release,
+                         own_release_plan=plans[3] if len(plans) > 3 else None)

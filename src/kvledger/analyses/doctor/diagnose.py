@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kvledger.analyses.doctor.capacity import diagnose_capacity
-from kvledger.analyses.doctor.context import build_context
+from kvledger.analyses.doctor.context import DoctorContext, build_context
 from kvledger.analyses.doctor.crash import diagnose_crash
 from kvledger.analyses.doctor.dp_balance import diagnose_dp_balance
 from kvledger.analyses.doctor.dp_startup import diagnose_dp_startup
@@ -80,7 +80,7 @@ def diagnose(log: VllmLog, *, model: str | None = None, gpu: str | None = None, 
         "startup complete', a metrics line): it ends during start-up — still starting, or cut — so it does not show "
         "that the server started; the figures compared are those it printed before it ends")
     warned = tuple(w for w in (mismatch, quantization_mismatch(log, model, ctx.model), gpu_mismatch(log, gpu, ctx.gpu),
-                               version_mismatch(log, engine_version),
+                               version_mismatch(ctx),
                                unfinished, utilization_contradiction(log.startup), _impossible_pct(log),
                                _cut_metrics(log)) if w)
     runs = tuple(startups(log))
@@ -93,19 +93,23 @@ def diagnose(log: VllmLog, *, model: str | None = None, gpu: str | None = None, 
                         lifecycle=lifecycle, max_len_fix=max_len_fix(ctx), override_started=override_started(ctx))
 
 
-def version_mismatch(log: VllmLog, given: str | None) -> str | None:
+def version_mismatch(ctx: DoctorContext) -> str | None:
     """The warning when ``--engine-version`` names another release than the one the log printed (None when none was
     given, the log printed none, or they agree): the ledger then applies another release's rules to this start-up
-    (a fresh-user trial: 99.0's rules on a 0.19.0 log, 57.38 GiB against the log's 58.11, "within 2%", unsaid)."""
-    if given is None or not log.version or not log.version_source.startswith("printed"):
-        return None
-    from kvledger.accounting.vllm_rules import parse_version, version_tuple
+    (a fresh-user trial: 99.0's rules on a 0.19.0 log, 57.38 GiB against the log's 58.11, "within 2%", unsaid), a
+    forecast; or rules that size it as the log's own do (``same_rules``: 0.19.1 on a 0.19.0 log), a check."""
+    from kvledger.analyses.doctor.startup_verdicts import MEMORY_TOLERANCE, other_release, same_rules
 
-    if parse_version(given) == version_tuple(log.version):  # a log's version is what ran: compared, never refused
+    if (other := other_release(ctx)) is None:  # a log's version is what ran: compared, never refused
         return None
-    return (f"--engine-version {given} is not the vLLM this log printed ({log.version}, {log.version_source}): the "
-            f"log's figures are {log.version}'s own, and the ledger below is a forecast of {given}'s rules on this "
-            f"start-up (the settings the log states, {given}'s defaults for the rest), so a difference is the "
+    given, log = other[0], ctx.log
+    head = f"--engine-version {given} is not the vLLM this log printed ({log.version}, {log.version_source}): "
+    if same_rules(ctx):
+        return (head + f"{given}'s rules size this start-up's memory as {log.version}'s do (the same ledger figures), "
+                "so the comparison below is a check of the log against its own release's figures, and a difference "
+                f"beyond the {MEMORY_TOLERANCE:.0%} the memory plan is validated to is a miss")
+    return (head + f"the log's figures are {log.version}'s own, and the ledger below is a forecast of {given}'s rules "
+            f"on this start-up (the settings the log states, {given}'s defaults for the rest), so a difference is the "
             f"upgrade's effect as modelled, not a mismatch; drop --engine-version to check the log against its own "
             f"release")
 

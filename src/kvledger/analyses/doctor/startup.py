@@ -292,4 +292,4 @@ def compare_startup(ctx: DoctorContext) -> StartupComparison | None:
     only = memory_only(rows) if consistent is None else None
     return StartupComparison(_settings(ctx), tuple(rows), consistent, tuple(notes),
                              skipped_why(ctx) if consistent is None and only is None else None, only,
-                             *memory_verdicts(rows, ctx))
+                             *memory_verdicts(rows, ctx, _memory_rows))

@@ -4,12 +4,15 @@ row could be compared (``skipped_why``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
+
 from kvledger.analyses.doctor.context import DoctorContext
 from kvledger.analyses.doctor.types import ComparisonRow
 from kvledger.units import GiB
 
 __all__ = ["MEMORY_TOLERANCE", "computed_requested", "forecast_versions", "memory_forecast", "memory_miss",
-           "memory_only", "memory_verdicts", "skipped_why"]
+           "memory_only", "memory_verdicts", "other_release", "same_rules", "skipped_why"]
 
 #: how far the ledger's available KV memory may miss the log's before doctor says so: the 2% its memory plan is
 #: validated to on real start-ups (docs/validation.md §1.2)
@@ -17,9 +20,8 @@ MEMORY_TOLERANCE = 0.02
 _NOT_TERMS = ("available KV memory", "non-KV total", "requested = total × utilization", "device total")
 
 
-def forecast_versions(ctx: DoctorContext) -> tuple[str, str] | None:
-    """(the release --engine-version named, the release the log printed) where they differ: the ledger is then a
-    forecast of another release on this start-up, not a check of it; None otherwise."""
+def other_release(ctx: DoctorContext) -> tuple[str, str] | None:
+    """(the release --engine-version named, the release the log printed) where they differ; None otherwise."""
     from kvledger.accounting.vllm_rules import parse_version, version_tuple
 
     log, given = ctx.log, ctx.settings.get("engine_version")
@@ -30,15 +32,35 @@ def forecast_versions(ctx: DoctorContext) -> tuple[str, str] | None:
     return None if parse_version(given) == version_tuple(log.version) else (given, log.version)
 
 
-def memory_miss(rows: list[ComparisonRow], gpu_known: bool, ctx: DoctorContext | None = None) -> str | None:
+def same_rules(ctx: DoctorContext) -> bool:
+    """Whether --engine-version's release and the log's own size this start-up alike: ``model_plan`` and
+    ``own_release_plan`` (the log's rules) give the same memory terms, pool and stages (0.19.1's rules on a 0.19.0
+    log). A difference is then the ledger's miss, not a forecast."""
+    a, b = ctx.model_plan, ctx.own_release_plan
+    if a is None or b is None:
+        return False
+    x, y = a.memory, b.memory
+    return ([(d.name, d.bytes) for d in x.deductions], x.requested_bytes, x.available_kv_bytes, x.num_gpu_blocks,
+            x.stages) == ([(d.name, d.bytes) for d in y.deductions], y.requested_bytes, y.available_kv_bytes,
+                          y.num_gpu_blocks, y.stages)
+
+
+def forecast_versions(ctx: DoctorContext) -> tuple[str, str] | None:
+    """(the release --engine-version named, the release the log printed) where they differ and their rules size this
+    start-up differently: the ledger is then a forecast of another release on this start-up, not a check of it; None
+    otherwise (the same release, or rules that give the same figures: ``same_rules``)."""
+    other = other_release(ctx)
+    return None if other is None or same_rules(ctx) else other
+
+
+def memory_miss(rows: list[ComparisonRow], gpu_known: bool, ctx: DoctorContext | None = None,
+                own: str | None = None) -> str | None:
     """The ledger's own available KV memory against the log's where it misses by more than ``MEMORY_TOLERANCE``: the
     miss, the term that differs most and, when that is non-torch memory planned for a generic GPU (no --gpu and none
-    the log names), that it was; None within it. None too with ``ctx`` naming another release than the log printed
-    (``forecast_versions``): the ledger then applies another release than the log's, and the difference, any size, is
-    that release's forecast (``memory_forecast``), not a miss."""
+    the log names), that it was; None within it. With ``ctx`` naming another release than the log printed, rules that
+    size this start-up alike (``same_rules``) make it a check, said so; ``own``: the log's own release, where ``rows``
+    are the ledger under its rules beside another release's forecast (``memory_verdicts``)."""
     kv = next((r for r in rows if r.term == "available KV memory" and r.difference is not None), None)
-    if ctx is not None and forecast_versions(ctx) is not None:
-        return None
     if kv is None or not kv.log_value or abs(kv.difference) <= MEMORY_TOLERANCE * kv.log_value:
         return None
     terms = [r for r in rows if r.unit == "B" and r.difference is not None and r.term not in _NOT_TERMS]
@@ -54,7 +76,11 @@ def memory_miss(rows: list[ComparisonRow], gpu_known: bool, ctx: DoctorContext |
         most = (f"; first of all the device: the log's total is {dev.log_value / GiB:.2f} GiB, the planned GPU's "
                 f"{dev.ledger_value / GiB:.2f} GiB — not the device that ran (another card than --gpu names, or a "
                 f"slice or variant of it)" + most)
-    return (f"the ledger's own memory plan gives {kv.ledger_value / GiB:.2f} GiB of KV memory against the log's "
+    other = other_release(ctx) if ctx is not None and own is None else None
+    under = (f" under the log's own release's rules ({own}; the forecast below applies another)" if own else
+             f" ({other[0]}'s rules size this start-up as {other[1]}'s do: the same figures, so a check of the log, "
+             "not a forecast)" if other else "")
+    return (f"the ledger's own memory plan{under} gives {kv.ledger_value / GiB:.2f} GiB of KV memory against the log's "
             f"{kv.log_value / GiB:.2f} GiB ({kv.difference / GiB:+.2f} GiB, {kv.difference / kv.log_value:+.1%}, "
             f"outside the {MEMORY_TOLERANCE:.0%} it is validated to){most}"
             + ("" if gpu_known or worst is None or worst.term != "non-torch memory" else
@@ -96,28 +122,42 @@ def skipped_why(ctx: DoctorContext) -> str:
     return "; ".join(why) or "the ledger has no figure for these settings (--verbose: the notes say why)"
 
 
-def memory_verdicts(rows: list[ComparisonRow], ctx: DoctorContext) -> tuple[str | None, str | None]:
-    """(``memory_miss``, ``memory_forecast``) for a start-up's rows: at most one of them is set."""
-    return memory_miss(rows, gpu_known=ctx.gpu_known, ctx=ctx), memory_forecast(rows, ctx)
+def memory_verdicts(rows: list[ComparisonRow], ctx: DoctorContext,
+                    rows_of: Callable[[DoctorContext], list[ComparisonRow]] | None = None) -> tuple[str | None, ...]:
+    """(``memory_miss``, ``memory_forecast``) for a start-up's rows. Under another release's rules (a forecast), the
+    miss is the ledger under the log's own rules (``rows_of``: the memory rows of a context), so a real miss shows
+    whatever release --engine-version names."""
+    forecast = forecast_versions(ctx)
+    if forecast is None:
+        return memory_miss(rows, gpu_known=ctx.gpu_known, ctx=ctx), None
+    miss = None
+    if rows_of is not None and ctx.own_release_plan is not None:
+        own = replace(ctx, model_plan=ctx.own_release_plan,
+                      settings={**ctx.settings, "engine_version": ctx.log.rules_version})
+        miss = memory_miss(rows_of(own), gpu_known=ctx.gpu_known, own=ctx.log.rules_version)
+    return miss, memory_forecast(rows, ctx, missed=miss is not None)
 
 
-def memory_forecast(rows: list[ComparisonRow], ctx: DoctorContext) -> str | None:
+def memory_forecast(rows: list[ComparisonRow], ctx: DoctorContext, missed: bool = False) -> str | None:
     """Where --engine-version names another release than the log printed (``forecast_versions``): that release's
-    available KV memory on this start-up against the log's (``_forecast``); None otherwise or without both figures."""
+    available KV memory on this start-up against the log's (``_forecast``); None otherwise or without both figures.
+    ``missed``: the ledger misses the log under its own release's rules as well (``memory_miss`` says so)."""
     forecast = forecast_versions(ctx)
     kv = next((r for r in rows if r.term == "available KV memory" and r.difference is not None), None)
-    return None if forecast is None or kv is None or not kv.log_value else _forecast(rows, kv, *forecast)
+    return None if forecast is None or kv is None or not kv.log_value else _forecast(rows, kv, *forecast, missed)
 
 
-def _forecast(rows: list[ComparisonRow], kv: ComparisonRow, given: str, logged: str) -> str:
+def _forecast(rows: list[ComparisonRow], kv: ComparisonRow, given: str, logged: str, missed: bool) -> str:
     """``memory_miss`` where the ledger applies ``given``'s rules to a ``logged`` start-up: a forecast, each term that
     moved by more than 0.05 GiB named with both releases' figures."""
     moved = [r for r in rows if r.unit == "B" and r.difference is not None and r.term not in _NOT_TERMS
              and abs(r.difference) > 0.05 * GiB]
     terms = "; ".join(f"{r.term} {r.ledger_value / GiB:.2f} GiB under {given} against {r.log_value / GiB:.2f} GiB "
                       f"logged" for r in sorted(moved, key=lambda r: -abs(r.difference))[:3])
-    return (f"forecast, not a mismatch: {given}'s rules on this start-up give {kv.ledger_value / GiB:.2f} GiB of KV "
+    lead, holds = (("forecast, and the ledger misses this log under its own release's rules too (above):", "") if missed
+                   else ("forecast, not a mismatch:", f", and the {MEMORY_TOLERANCE:.0%} the memory plan is validated "
+                                                      "to holds against a log's own release"))
+    return (f"{lead} {given}'s rules on this start-up give {kv.ledger_value / GiB:.2f} GiB of KV "
             f"memory against the {logged} log's {kv.log_value / GiB:.2f} GiB ({kv.difference / GiB:+.2f} GiB, "
-            f"{kv.difference / kv.log_value:+.1%}); the log's figures are {logged}'s own, and the "
-            f"{MEMORY_TOLERANCE:.0%} the memory plan is validated to holds against a log's own release"
+            f"{kv.difference / kv.log_value:+.1%}); the log's figures are {logged}'s own{holds}"
             + (f" (moved: {terms})" if terms else ""))

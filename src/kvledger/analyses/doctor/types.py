@@ -95,10 +95,12 @@ class StartupComparison:
         memory_miss: when the ledger's own available KV memory misses the log's by more than the 2% the memory plan
             is validated to (``startup_verdicts.MEMORY_TOLERANCE``): by how much, the term that differs most, and what
             to pass; else None. The capacity checks (``consistent``) start from the log's printed KV memory, so
-            they can agree while the plan's own figure is off. None where --engine-version names another release
-            than the log printed: the figures are then not a check of the ledger (``memory_forecast``).
-        memory_forecast: where --engine-version names another release than the log printed, that release's available
-            KV memory on this start-up against the log's, any size, and the terms that moved; else None.
+            they can agree while the plan's own figure is off. Where --engine-version names a release whose rules
+            size this start-up otherwise than the log's own (``memory_forecast``), the check under the log's own
+            release's rules.
+        memory_forecast: where --engine-version names another release than the log printed and its rules give other
+            figures, that release's available KV memory on this start-up against the log's, any size, and the terms
+            that moved; else None (the same figures: a check, ``memory_miss``).
     """
 
     settings: dict[str, dict[str, Any]]
