@@ -7,7 +7,8 @@ from typer.testing import CliRunner
 from kvledger.cli.main import app
 
 runner = CliRunner()
-# kvledger.accounting.kvcache.KV_DTYPE_BYTES's names after auto: the 16-bit ones with their aliases, then the fp8 ones
+# kvledger.accounting.kv_dtype_choices.KV_DTYPE_BYTES's names after auto: the 16-bit ones with their aliases, then
+# the fp8 ones
 NAMES = "auto, bf16, bfloat16, fp16, float16, half, fp8, fp8_e4m3, fp8_e5m2, fp8_inc"
 # vllm/config/cache.py CacheDType: 0.19's Literal (/tmp/v019), and 0.33's (/tmp/vl: 0.19's and 14 more), the default
 V019 = "auto, float16, bfloat16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc, fp8_ds_mla"

@@ -71,7 +71,7 @@ def test_the_names_kvledger_offers_per_engine_and_release():
 
 
 def test_searchs_sglang_launch_line_writes_a_name_sglang_takes():
-    from kvledger.accounting.kvcache import KV_DTYPE_BYTES
+    from kvledger.accounting.kv_dtype_choices import KV_DTYPE_BYTES
     from kvledger.analyses.search.launch import SGLANG_KV_DTYPES
 
     # fp8_inc (1 B, vLLM's) became 'auto' (2 B for a BF16 model) on the SGLang line; now SGLang's 1-byte fp8_e4m3

@@ -11,7 +11,7 @@ from importlib.resources import files
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from kvledger.accounting.kvcache import KV_DTYPE_NAMES
+from kvledger.accounting.kv_dtype_choices import KV_DTYPE_NAMES
 from kvledger.cli.main import app
 from kvledger.dynamics.workload.traces import list_traces
 from kvledger.report.webapp import create_app

@@ -1,12 +1,14 @@
-"""Each engine's ``--kv-cache-dtype`` choices, release by release, and the check of a value against them.
+"""Each engine's ``--kv-cache-dtype`` choices, release by release, and the check of a value against them: the one
+place that decides which ``--kv-cache-dtype`` values kvledger and each engine release take (``kvcache`` sizes the
+elements with ``KV_DTYPE_BYTES`` from here).
 
-kvledger's own names (``kvcache.KV_DTYPE_BYTES``) include 16-bit aliases (bf16, fp16, half) and vLLM's fp8 names;
+kvledger's own names (``KV_DTYPE_BYTES``) include 16-bit aliases (bf16, fp16, half) and vLLM's fp8 names;
 the engines' argument parsers take only their own lists, and refuse anything else before start-up:
 
 - vLLM: ``CacheDType`` (``vllm/config.py`` to 0.10, ``vllm/config/cache.py`` from 0.10.2), a Literal argparse turns
   into choices, checked as written (case and all), by release (``_VLLM``): 0.9.0 and 0.9.2 auto and the three fp8
   names; 0.10.0 and 0.10.2 add fp8_inc; 0.11.0 bfloat16; 0.12.0–0.17.0 fp8_ds_mla; 0.18.0 and 0.19.0 float16 (0.19's
-  list, ``kvcache.VLLM_019_CACHE_DTYPES``); 0.33 14 more. A release between those read takes the list of the last
+  list, ``VLLM_019_CACHE_DTYPES``); 0.33 14 more. A release between those read takes the list of the last
   one read before it, a release before 0.9.0 0.9.0's.
 - SGLang: ``--kv-cache-dtype`` ``choices`` (``srt/server_args.py`` to 0.5.20; ``srt/arg_groups/fields/model.py`` from
   0.5.21), read in the wheels of 0.4.0, 0.4.1, 0.4.1.post1–post7, 0.4.2, 0.4.3, 0.4.6, 0.4.9, 0.5.1, 0.5.3,
@@ -19,11 +21,23 @@ the engines' argument parsers take only their own lists, and refuse anything els
 
 from __future__ import annotations
 
-from kvledger.accounting.kvcache import KV_DTYPE_BYTES, VLLM_019_CACHE_DTYPES, VLLM_SPELLING, vllm_spelling_fix
 from kvledger.errors import InputError
 
-__all__ = ["VLLM_033_CACHE_DTYPES", "vllm_cache_dtypes", "sglang_cache_dtypes", "engine_kv_dtypes",
-           "check_kv_dtype_for_engine"]
+__all__ = ["KV_DTYPE_BYTES", "KV_DTYPE_NAMES", "VLLM_019_CACHE_DTYPES", "VLLM_033_CACHE_DTYPES", "VLLM_SPELLING",
+           "vllm_spelling_fix", "vllm_cache_dtypes", "sglang_cache_dtypes", "engine_kv_dtypes",
+           "check_kv_dtype_for_engine", "check_kv_dtype_case"]
+
+KV_DTYPE_BYTES = {"bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "half": 2,
+                  "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1}
+"""kvledger's ``--kv-cache-dtype`` names besides auto, with the bytes per KV element of each; every fp8 variant is
+stored as uint8 (vLLM ``STR_DTYPE_TO_TORCH_DTYPE``)."""
+KV_DTYPE_NAMES = ", ".join(["auto", *KV_DTYPE_BYTES])
+"""The ``--kv-cache-dtype`` values every command accepts, as its refusal lists them."""
+VLLM_019_CACHE_DTYPES = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla")
+"""vLLM 0.19's ``--kv-cache-dtype`` choices (``vllm/config/cache.py`` ``CacheDType``, a Literal argparse checks as
+written, case and all)."""
+VLLM_SPELLING = {"bf16": "bfloat16", "fp16": "float16", "half": "float16"}
+"""The name vLLM's ``CacheDType`` (0.19 and 0.33, ``vllm/config/cache.py``) has for each kvledger alias it lacks."""
 
 VLLM_033_CACHE_DTYPES = (*VLLM_019_CACHE_DTYPES, "nvfp4_ds_mla", "turboquant_k8v4", "turboquant_4bit_nc",
                          "turboquant_k3v4_nc", "turboquant_3bit_nc", "octave_k3v4", "octave_k3v3",
@@ -59,6 +73,31 @@ _VLLM: tuple[tuple[tuple[int, int, int], tuple[str, ...], str], ...] = (
     ((0, 33, 0), VLLM_033_CACHE_DTYPES, "vllm/config/cache.py, read in 0.33"),
 )
 """(first release, vLLM's ``CacheDType`` in its order, the releases it was read in): module doc."""
+
+
+def vllm_spelling_fix(d: str) -> str:
+    """What to write instead of the lower-cased ``d`` vLLM refused: its own name, and ``auto`` for a 16-bit alias."""
+    return repr(VLLM_SPELLING.get(d, d)) + (" (or 'auto' for the model's own dtype)" if d in VLLM_SPELLING else "")
+
+
+def _known(d: str) -> bool:
+    """Whether the lower-cased ``d`` is one of kvledger's names (auto or ``KV_DTYPE_BYTES``)."""
+    return d == "auto" or d in KV_DTYPE_BYTES
+
+
+def check_kv_dtype_case(kv_cache_dtype: str) -> str:
+    """``kv_cache_dtype`` lower-cased, refused when it is a known name written in another case ("FP8"), whatever the
+    engine: vLLM's and SGLang's argparse check their choices as written (each engine's own refusal, with the release's
+    choices, is ``check_kv_dtype_for_engine``, which the commands run first); TensorRT-LLM's names are lower case too.
+
+    Raises:
+        InputError: a known name not in lower case, with the name to write.
+    """
+    d = kv_cache_dtype.lower()
+    if d != kv_cache_dtype and _known(d):
+        raise InputError(f"--kv-cache-dtype {kv_cache_dtype!r}: the engines' KV cache dtype names are lower case "
+                         f"(vLLM's and SGLang's argument parsing refuse any other case); write {d!r}")
+    return d
 
 
 def vllm_cache_dtypes(engine_version: str | None) -> tuple[tuple[str, ...], str]:
@@ -119,14 +158,14 @@ def check_kv_dtype_for_engine(values: str | list[str] | tuple[str, ...] | None, 
     """
     for given in [values] if isinstance(values, str) else values or ():
         d = given.lower()
-        if engine == "vllm" and (d in VLLM_SPELLING or (d != given and (d == "auto" or d in KV_DTYPE_BYTES))):
+        if engine == "vllm" and (d in VLLM_SPELLING or (d != given and _known(d))):
             choices, read = vllm_cache_dtypes(engine_version)
             fix = vllm_spelling_fix(d) if VLLM_SPELLING.get(d, d) in choices else "'auto'"
             raise InputError(f"--kv-cache-dtype {given!r}: vLLM refuses it at argument parsing (its choices are "
                              f"lower case: {', '.join(choices)}; CacheDType, {read}); write {fix}")
         if engine == "vllm" and d in KV_DTYPE_BYTES and d not in vllm_cache_dtypes(engine_version)[0]:
             _refuse_vllm_release(d, engine_version)
-        if engine == "sglang" and (d == "auto" or d in KV_DTYPE_BYTES) and given != "fp8":
+        if engine == "sglang" and _known(d) and given != "fp8":
             choices, where = sglang_cache_dtypes(engine_version)
             if given not in choices:
                 listed = ", ".join(repr(c) for c in choices)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kvledger.accounting.kv_dtype_choices import KV_DTYPE_BYTES, KV_DTYPE_NAMES, check_kv_dtype_case
 from kvledger.catalog.compressed_mla import CompressedMLAAttention, has_compressed_mla
 from kvledger.catalog.layers import FullAttention, LayerSpec, MLAAttention, StateLayer, kv_heads_per_gpu
 from kvledger.catalog.modelspec import ModelSpec
@@ -19,46 +20,12 @@ from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 from kvledger.units import KiB
 
-__all__ = ["KV_DTYPE_BYTES", "KV_DTYPE_NAMES", "VLLM_019_CACHE_DTYPES", "VLLM_SPELLING",
-           "vllm_spelling_fix", "check_kv_dtype_case",
-           "kv_elem_bytes", "check_tp", "KVGroup", "KVLedger", "kv_ledger"]
-
-KV_DTYPE_BYTES = {"bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "half": 2,
-                  "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1}
-"""Bytes per KV element by ``--kv-cache-dtype``; every fp8 variant is stored as uint8 (vLLM
-``STR_DTYPE_TO_TORCH_DTYPE``)."""
-VLLM_019_CACHE_DTYPES = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla")
-"""vLLM 0.19's ``--kv-cache-dtype`` choices (``vllm/config/cache.py`` ``CacheDType``, a Literal argparse checks as
-written, case and all)."""
-VLLM_SPELLING = {"bf16": "bfloat16", "fp16": "float16", "half": "float16"}
-"""The name vLLM's ``CacheDType`` (0.19 and 0.33, ``vllm/config/cache.py``) has for each kvledger alias it lacks."""
-
-
-def vllm_spelling_fix(d: str) -> str:
-    """What to write instead of the lower-cased ``d`` vLLM refused: its own name, and ``auto`` for a 16-bit alias."""
-    return repr(VLLM_SPELLING.get(d, d)) + (" (or 'auto' for the model's own dtype)" if d in VLLM_SPELLING else "")
-KV_DTYPE_NAMES = ", ".join(["auto", *KV_DTYPE_BYTES])
-"""The ``--kv-cache-dtype`` values every command accepts, as its refusal lists them."""
-
-
-def check_kv_dtype_case(kv_cache_dtype: str) -> str:
-    """``kv_cache_dtype`` lower-cased, refused when it is a known name written in another case ("FP8"), whatever the
-    engine: vLLM's and SGLang's argparse check their choices as written (each engine's own refusal, with the release's
-    choices, is ``kv_dtype_choices.check_kv_dtype_for_engine``, which the commands run first); TensorRT-LLM's names
-    are lower case too.
-
-    Raises:
-        InputError: a known name not in lower case, with the name to write.
-    """
-    d = kv_cache_dtype.lower()
-    if d != kv_cache_dtype and (d == "auto" or d in KV_DTYPE_BYTES):
-        raise InputError(f"--kv-cache-dtype {kv_cache_dtype!r}: the engines' KV cache dtype names are lower case "
-                         f"(vLLM's and SGLang's argument parsing refuse any other case); write {d!r}")
-    return d
+__all__ = ["kv_elem_bytes", "check_tp", "KVGroup", "KVLedger", "kv_ledger"]
 
 
 def kv_elem_bytes(kv_cache_dtype: str, model: ModelSpec) -> int:
-    """Bytes per KV element: "auto" means the model dtype (vLLM ``CacheConfig.cache_dtype``).
+    """Bytes per KV element: "auto" means the model dtype (vLLM ``CacheConfig.cache_dtype``); the names and their bytes
+    are ``kv_dtype_choices``' (with each engine's choices, the one source of which names are taken).
 
     Raises:
         InputError: an unknown dtype name.

@@ -1,5 +1,5 @@
 """The --kv-cache-dtype axis of a search: each value checked against the names every command accepts
-(``accounting.kvcache.KV_DTYPE_BYTES``), and the spellings of one KV cache kept once, the first one given (as
+(``accounting.kv_dtype_choices.KV_DTYPE_BYTES``), and the spellings of one KV cache kept once, the first one given (as
 ``--tp 1,1`` and ``--gpus H100,H100-SXM`` are): ``auto,auto``; ``auto,bf16`` for a bf16 model (auto is the model's
 dtype); ``bf16,bfloat16``; ``fp16,float16,half``; ``fp8,fp8_e4m3`` (vLLM stores its ``fp8`` as e4m3 on CUDA). A fresh-
 user trial got one candidate twice, its tie "broken by candidate order: #2 against #2".
@@ -10,7 +10,7 @@ so there only identical spellings are one (an upper-case name is refused, as vLL
 
 from __future__ import annotations
 
-from kvledger.accounting.kvcache import KV_DTYPE_BYTES, KV_DTYPE_NAMES, check_kv_dtype_case
+from kvledger.accounting.kv_dtype_choices import KV_DTYPE_BYTES, KV_DTYPE_NAMES, check_kv_dtype_case
 from kvledger.accounting.vllm_sparse_mla import sparse_mla_layer
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
