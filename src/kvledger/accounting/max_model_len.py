@@ -7,10 +7,9 @@ here), when vLLM warns and takes it. TensorRT-LLM follows its own max_seq_len ru
 
 from __future__ import annotations
 
-import re
-
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_rules import SGLANG_LATEST, parse_sglang_version, sglang_version_text
+from kvledger.accounting.trtllm_version import trtllm_before
 from kvledger.accounting.vllm_rules import LATEST, version_tuple
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
@@ -53,11 +52,14 @@ def engine_config_len(model: ModelSpec, engine: str, engine_version: str | None,
 
 def trtllm_runtime_of(engine_version: str | None, backend: str | None = None) -> str:
     """"pytorch" or "tensorrt": ``backend`` when given, else the PyTorch backend from 1.0 (and with no version) and
-    the TensorRT-engine executor before (as ``plan_other.trtllm_runtime``)."""
+    the TensorRT-engine executor before (as ``plan_other.trtllm_runtime``).
+
+    Raises:
+        InputError: a version text that is not, as a whole, one release (``trtllm_version.trtllm_release``).
+    """
     if backend:
         return backend
-    m = re.match(r"^v?(\d+)\.(\d+)", str(engine_version or "").strip())
-    return "tensorrt" if m and (int(m.group(1)), int(m.group(2))) < (1, 0) else "pytorch"
+    return "tensorrt" if trtllm_before(engine_version, (1, 0)) else "pytorch"
 
 
 #: first TensorRT-LLM release whose PyTorch backend runs Llama-4 past 8,192 tokens (chunked attention, TRTLLM
@@ -79,9 +81,8 @@ def _trtllm_llama4(model: ModelSpec, n: int, engine_version: str | None) -> tupl
     for any other model."""
     if "Llama4ForConditionalGeneration" not in model.architectures:
         return None
-    m = re.match(r"^v?(\d+)\.(\d+)", str(engine_version or "").strip())
     short = TRTLLM_LLAMA4_SHORT_LEN
-    if m and (int(m.group(1)), int(m.group(2))) < TRTLLM_LLAMA4_LONG_FROM:
+    if trtllm_before(engine_version, TRTLLM_LLAMA4_LONG_FROM):
         return short, (f"max_model_len {short:,} = TensorRT-LLM's max_seq_len for Llama-4 on the PyTorch backend "
                        f"before 0.21, which has no chunked attention: 8,192, not the config's "
                        f"{model.max_position_embeddings:,} ({_LLAMA4_WHERE}); a longer --max-model-len is lowered to "

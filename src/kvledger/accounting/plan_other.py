@@ -19,8 +19,6 @@ free_gpu_memory_fraction, blocks always ceil (C++), tokens_per_block as the engi
 
 from __future__ import annotations
 
-import re
-
 from kvledger.accounting import notes as N
 from kvledger.accounting.dp_attention import attention_tp, per_rank_settings, sglang_rank_weights
 from kvledger.accounting.engine_pools import recorded_sglang_pool, sglang_pools, trtllm_window_pools
@@ -46,7 +44,7 @@ from kvledger.accounting.sglang_rules import (
 )
 from kvledger.accounting.transferred_ranges import weights_range
 from kvledger.accounting.trtllm_terms import trtllm_items, trtllm_ranges
-from kvledger.accounting.vllm_releases import RELEASE_STRING
+from kvledger.accounting.trtllm_version import trtllm_before, trtllm_release
 from kvledger.accounting.wddm import wddm_held_term, wddm_total
 from kvledger.catalog.compressed_mla import has_compressed_mla
 from kvledger.catalog.gpus import GpuSpec
@@ -227,23 +225,15 @@ def trtllm_runtime(version: str | None, backend: str | None = None) -> tuple[str
     """
     if version is None:  # the runtime's own name, as with a version ("tensorrt backend" named no runtime)
         return backend or "pytorch", f"{_RUNTIME_NAMES[backend or 'pytorch']} rules (newest read)"
-    m = re.match(r"^v?(\d+)\.(\d+)", str(version).strip())
-    if not m or not RELEASE_STRING.match(str(version).strip()):  # "1.2.1,0.21.0": no version, not 1.2.1 (one run each)
-        raise InputError(f"--engine-version {version!r} is not one TensorRT-LLM version like 0.13.0 or 1.2.1")
+    release = trtllm_release(version)  # the whole text one release, or refused ("1.2.1,0.21.0": trtllm_version.py)
     if backend is None:
-        backend = "pytorch" if (int(m.group(1)), int(m.group(2))) >= (1, 0) else "tensorrt"
+        backend = "pytorch" if release[:2] >= (1, 0) else "tensorrt"
     return backend, f"{version} ({_RUNTIME_NAMES[backend]} rules)"
 
 
 _RUNTIME_NAMES = {"pytorch": "PyTorch backend", "tensorrt": "TensorRT-engine executor"}
 #: the newest TensorRT-LLM release a start-up log checks (benchmarks/data/trtllm_public_startups.csv TR01/TR02)
 TRTLLM_NEWEST_CHECKED = (1, 2, 1)
-
-
-def _version_tuple(version: str) -> tuple[int, ...]:
-    """"1.2.1" → (1, 2, 1), "v99.0rc1" → (99, 0); the text was checked by ``trtllm_runtime``."""
-    m = re.match(r"^v?(\d+)\.(\d+)(?:\.(\d+))?", str(version).strip())
-    return tuple(int(g) for g in m.groups() if g is not None) if m else ()
 
 
 def trtllm_blocks_round_up(runtime: str, version: str | None) -> bool:
@@ -255,8 +245,7 @@ def trtllm_blocks_round_up(runtime: str, version: str | None) -> bool:
     benchmarks/data/trtllm_public_startups.csv TR01, fits both)."""
     if runtime != "pytorch":
         return True
-    m = re.match(r"^v?(\d+)\.(\d+)", str(version or "").strip())
-    return bool(m) and (int(m.group(1)), int(m.group(2))) < (1, 0)
+    return trtllm_before(version, (1, 0))
 
 
 def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -> MemoryPlan:
@@ -290,7 +279,7 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     notes = (N.trtllm_settings(frac, bool(s.free_gpu_memory_fraction), runtime, tpb, tpb_src, per_tok)
              + [N.trtllm_block_rule(runtime, windows, round_up)] + _hybrid_note(kv, "trtllm"))
     notes += long_len_notes(model, s, L, lsrc)
-    if s.engine_version and _version_tuple(s.engine_version) > TRTLLM_NEWEST_CHECKED:
+    if s.engine_version and trtllm_release(s.engine_version) > TRTLLM_NEWEST_CHECKED:
         notes.insert(0, N.trtllm_newer_than_checked(s.engine_version, ".".join(map(str, TRTLLM_NEWEST_CHECKED)),
                                                     _RUNTIME_NAMES[runtime]))
     return MemoryPlan("trtllm", label, total, "free_gpu_memory_fraction", frac, total, items,

@@ -23,7 +23,6 @@ blocks, tokens and concurrency follow TensorRT-LLM's own pool rules (``engine_po
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 
 from kvledger.accounting import notes as N
@@ -42,6 +41,7 @@ from kvledger.accounting.trtllm_engine_weights import (
     trtllm_rope_table_bytes,
     trtllm_rotary_dim,
 )
+from kvledger.accounting.trtllm_version import trtllm_before
 from kvledger.accounting.wddm import wddm_held_term
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.gpus import GpuSpec
@@ -189,8 +189,7 @@ def _sized_terms(model: ModelSpec, s: PlanSettings, runtime: str, gpu: GpuSpec |
 
 def _before_0_13(version: str | None) -> bool:
     """A release before 0.13 ("0.12.0.dev2024073000" → True; the text was checked by ``plan_other.trtllm_runtime``)."""
-    m = re.match(r"^v?(\d+)\.(\d+)", str(version or "").strip())
-    return bool(m) and (int(m.group(1)), int(m.group(2))) < (0, 13)
+    return trtllm_before(version, (0, 13))
 
 
 def _weights_term(model: ModelSpec, s: PlanSettings, runtime: str, arch: str = "") -> Deduction:
