@@ -12,8 +12,9 @@ from kvledger.errors import InputError
 
 
 @pytest.mark.parametrize("v, ver", [("0.10.1.1", (0, 10, 1)), ("0.24.0rc1", (0, 24, 0)), ("v0.33.0", (0, 33, 0)),
-                                    ("v0.13.1.dev8+g2841a84ac", (0, 13, 1)), ("0.11.2+rhai1", (0, 11, 2))])
+                                    ("v0.13.1.dev8+g2841a84ac", (0, 13, 0)), ("0.11.2+rhai1", (0, 11, 2))])
 def test_whole_release_strings_parse(v, ver):
+    # a dev build is the release before it (vllm_releases.dev_build_base): 0.13.1.dev8 is main 8 commits past 0.13.0
     assert parse_version(v) == ver
 
 

@@ -17,9 +17,9 @@ def test_a_pre_release_is_said_in_the_short_plan():
     out = run_cli("plan", MODEL, "--gpu", "H100", "--engine-version", "0.33.0rc1").stdout
     assert ("note: vLLM 0.33.0rc1 is a pre-release, planned with the rules of 0.33.0, the release it precedes" in out)
     assert "pre-release" not in run_cli("plan", MODEL, "--gpu", "H100", "--engine-version", "0.33.0").stdout
-    # a local build tag is no pre-release; a dev build precedes its release (PEP 440: 0.13.1.dev8 < 0.13.1)
+    # a local build tag is no pre-release; a dev build follows the release before it (test_dev_build_*)
     assert prerelease_note("0.11.2+rhai1") is None and prerelease_note("0.10.1.1") is None
-    assert "planned with the rules of 0.13.1" in prerelease_note("v0.13.1.dev8+g2841a84ac")
+    assert "the rules of 0.13.0, the newest release before it" in prerelease_note("v0.13.1.dev8+g2841a84ac")
 
 
 def test_a_rule_taken_from_a_neighbour_is_counted_only_inside_its_unread_range():

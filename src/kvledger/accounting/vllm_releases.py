@@ -13,8 +13,9 @@ import re
 
 from kvledger.accounting.notes import NEWER_THAN_READ, NO_SUCH_RELEASE
 
-__all__ = ["RELEASE_STRING", "LAST_PATCH", "RELEASES_READ_ON", "PRE_RELEASE", "NOT_READ_HERE", "release_exists",
-           "unknown_release_note", "prerelease_note", "assumed_rules_note", "release_lines"]
+__all__ = ["RELEASE_STRING", "LAST_PATCH", "RELEASES_READ_ON", "PRE_RELEASE", "DEV_BUILD", "NOT_READ_HERE",
+           "release_exists", "unknown_release_note", "dev_build_base", "prerelease_note", "assumed_rules_note",
+           "release_lines"]
 
 RELEASE_STRING = re.compile(r"^v?\d+\.\d+(?:\.\d+){0,2}(?:[-_.]?(?:a|b|rc|c|alpha|beta|pre|post|dev)\d*)*"
                             r"(?:\+[0-9a-z.]+)?$", re.IGNORECASE)
@@ -54,20 +55,61 @@ def unknown_release_note(ver: tuple[int, int, int]) -> str | None:
 
 
 PRE_RELEASE = "is a pre-release, planned with the rules of"
-"""Words of :func:`prerelease_note` (the plan's summary and simulate's notes show every note with them)."""
+"""Words of :func:`prerelease_note` for an alpha, beta or release candidate (the plan's summary and simulate's notes
+show every note with them)."""
+DEV_BUILD = "is a development build, planned with the rules of"
+"""Words of :func:`prerelease_note` for a ``.devN`` build (:func:`dev_build_base`)."""
 NOT_READ_HERE = "not read in this release's code"
 """Words of :func:`assumed_rules_note`."""
 _PRE = re.compile(r"(?:a|b|rc|c|alpha|beta|pre|dev)\d*", re.IGNORECASE)
+_DEV_ONLY = re.compile(r"^[-_.]?dev\d*$", re.IGNORECASE)
 _UNREAD = re.compile(r"(?:(\d+)\.(\d+)(?:\.\d+)?(?:–(\d+)\.(\d+))?|(this version's)) not read")
 
 
-def prerelease_note(text: str | None) -> str | None:
-    """The note for a pre-release (``0.33.0rc1``, ``0.34.0.dev5``) planned as the release it precedes, or None."""
-    release = RELEASE_STRING.match(str(text or "").strip()) and re.match(r"^v?(\d+\.\d+(?:\.\d+)?)", text.strip())
-    rest = text.strip()[release.end():] if release else ""
-    if not release or not _PRE.search(rest.split("+")[0]):
+def _release_and_rest(text: str | None) -> tuple[str, str] | None:
+    """(the release, what follows it up to a local tag) of a whole release string: ("0.11.1", ".dev3") for
+    0.11.1.dev3+g1234abc; None for no release string."""
+    t = str(text or "").strip()
+    m = RELEASE_STRING.match(t) and re.match(r"^v?(\d+\.\d+(?:\.\d+)?)", t)
+    return (m.group(1), t[m.end():].split("+")[0]) if m else None
+
+
+def dev_build_base(text: str, ver: tuple[int, int, int]) -> tuple[int, int, int] | None:
+    """The newest release before a development build ``text`` (its release part ``ver``), whose code it holds; None
+    for anything else (a release, a release candidate, a post release).
+
+    vLLM numbers its builds with setuptools-scm at its defaults (0.11.0's pyproject.toml: ``[tool.setuptools_scm]``
+    with no settings; setup.py ``get_vllm_version``: ``get_version``), whose ``guess-next-dev`` scheme writes a commit
+    N past tag X.Y.Z as X.Y.(Z+1).devN (``version.py::guess_next_dev_version`` and ``_modify_version._bump_regex``,
+    setuptools-scm 8.1): 0.11.1.dev3 is main three commits after 0.11.0, holding 0.11.0's code and more, not a
+    state before 0.11.0. A build past a release candidate (0.11.1rc2.dev140, after tag 0.11.1rc1) precedes 0.11.1 and
+    is a pre-release of it instead. X.Y.0.devN follows the previous minor's releases: the newest listed one."""
+    parts = _release_and_rest(text)
+    if parts is None or not _DEV_ONLY.match(parts[1]):
         return None
-    return (f"vLLM {text.strip()} {PRE_RELEASE} {release.group(1)}, the release it precedes: kvledger reads released "
+    major, minor, patch = ver
+    if patch > 0:
+        return major, minor, patch - 1
+    if minor > 0:
+        return major, minor - 1, LAST_PATCH.get((major, minor - 1), 0)
+    return None
+
+
+def prerelease_note(text: str | None) -> str | None:
+    """The note for a pre-release (``0.33.0rc1``) planned as the release it precedes, or for a development build
+    (``0.11.1.dev3+g1234abc``) planned as the release before it (:func:`dev_build_base`); None for a release."""
+    parts = _release_and_rest(text)
+    if parts is None or not _PRE.search(parts[1]):
+        return None
+    release, _ = parts
+    major, minor, patch = (*map(int, release.split(".")), 0)[:3]
+    base = dev_build_base(str(text), (major, minor, patch))
+    if base is not None:
+        b = ".".join(map(str, base))
+        return (f"vLLM {text.strip()} {DEV_BUILD} {b}, the newest release before it: vLLM numbers its builds with "
+                f"setuptools-scm, a .devN build being main's code past the release before it, so it holds {b}'s code "
+                "and more; kvledger reads released code only, and the commits after it may change a rule")
+    return (f"vLLM {text.strip()} {PRE_RELEASE} {release}, the release it precedes: kvledger reads released "
             f"code only, and a pre-release's code may differ from its release's")
 
 
@@ -90,8 +132,9 @@ def assumed_rules_note(ver: tuple[int, int, int], notes: list[str]) -> str | Non
 
 def release_lines(notes: list[str], engine: str, engine_version: str, keep: tuple[str, ...] = ()) -> list[str]:
     """The notes a short output shows about whose rules were applied (a release newer than read, no such release, a
-    pre-release; those with a word of ``keep``), in order, and for vLLM :func:`assumed_rules_note`'s line."""
-    words = (NEWER_THAN_READ, NO_SUCH_RELEASE, PRE_RELEASE, *keep)
+    pre-release or development build; those with a word of ``keep``), in order, and for vLLM
+    :func:`assumed_rules_note`'s line."""
+    words = (NEWER_THAN_READ, NO_SUCH_RELEASE, PRE_RELEASE, DEV_BUILD, *keep)
     out = [n for n in notes if any(w in n for w in words)]
     m = re.match(r"^(\d+)\.(\d+)\.(\d+)", engine_version or "")
     ver = (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from kvledger.accounting.vllm_predates import beyond_near_future, far_future_message, predates_message
-from kvledger.accounting.vllm_releases import RELEASE_STRING
+from kvledger.accounting.vllm_releases import RELEASE_STRING, dev_build_base
 from kvledger.errors import InputError
 from kvledger.units import GiB
 
@@ -25,9 +25,13 @@ LATEST = "0.33.0"
 
 
 def version_tuple(v: str) -> tuple[int, int, int] | None:
-    """``"0.10.2"`` → (0, 10, 2), "v0.11", "0.24.0rc1" too; None for no version; any release (modelled or not)."""
+    """``"0.10.2"`` → (0, 10, 2), "v0.11", "0.24.0rc1" too; None for no version; any release (modelled or not). A
+    development build is the release its code holds (``vllm_releases.dev_build_base``: 0.11.1.dev3 → (0, 11, 0))."""
     m = re.match(r"^v?(\d+)\.(\d+)(?:\.(\d+))?", str(v).strip())
-    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) if m else None
+    if not m:
+        return None
+    ver = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+    return dev_build_base(str(v), ver) or ver
 
 
 def parse_version(v: str) -> tuple[int, int, int]:
