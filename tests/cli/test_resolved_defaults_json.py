@@ -73,3 +73,28 @@ def test_max_num_seqs_lowered_to_a_smaller_given_budget_says_so():
     assert "max_num_batched_tokens" not in r  # given
     assert r["max_num_seqs"]["value"] == 512
     assert r["max_num_seqs"]["source"].startswith("vLLM 0.33.0: min(the default, the given --max-num-batched-tokens)")
+
+
+@pytest.mark.parametrize("argv", [
+    (MODEL, "--gpu", "H100"), (MODEL, "--gpu", "H100", "--engine-version", "0.11.0"),
+    (MODEL, "--gpu", "H100", "--engine-version", "0.33.0", "--pp", "2", "--model-runner", "v1"),
+    (QWEN_NEXT, "--gpu", "H100", "--tp", "4", "--engine-version", "0.19.0"),
+    (MODEL, "--gpu", "H100", "--engine", "sglang"), (MODEL, "--gpu", "H100", "--engine", "trtllm")])
+def test_settings_carry_every_value_resolved_from_names(argv):
+    # before, settings had no async_scheduling, model_runner or mamba_cache_mode key (a script read null) while
+    # resolved_from gave the value the plan applied
+    d = cli_json("plan", *argv)
+    resolved = {k: r["value"] for k, r in d["resolved_from"].items()}
+    assert {k: d["settings"].get(k) for k in resolved} == resolved
+
+
+@pytest.mark.parametrize("version, on", [
+    # VllmConfig.__post_init__: off before 0.14 unless --async-scheduling (read in 0.11.0), on from 0.14 — as the
+    # simulator resolves it (from_plan.default_async_scheduling)
+    ("0.11.0", False), ("0.13.0", False), ("0.14.0", True), ("0.33.0", True)])
+def test_settings_async_scheduling_is_the_releases_default(version, on):
+    from kvledger.analyses.serving.from_plan import default_async_scheduling
+
+    d = cli_json("plan", MODEL, "--gpu", "H100", "--engine-version", version)
+    assert d["settings"]["async_scheduling"] is on is default_async_scheduling("vllm", version, "continuous")[0]
+    assert d["settings"]["model_runner"] == d["resolved_from"]["model_runner"]["value"]

@@ -97,7 +97,7 @@ class Plan:
     model.num_params, model.weight_bytes, gpu.memory_bytes, memory.available_kv_bytes, memory.num_gpu_blocks,
     memory.block_size, concurrency[].context_tokens / .max_concurrency, roofline.ridge_flops_per_byte."""
 
-    __json__ = (("model", "model_facts"), "gpu", ("settings", "resolved_settings"), ("given", "given_settings"),
+    __json__ = (("model", "model_facts"), "gpu", ("settings", "settings_json"), ("given", "given_settings"),
                 "resolved_from", ("kv", "kv_facts"), ("memory", "memory_facts"),
                 "concurrency", "at_max_model_len", "roofline", "advice", "waterfall", "data_parallel", "dp_remedy")
     __json_optional__ = ("data_parallel", "dp_remedy")  # left out at DP 1 / where DP attention does not apply
@@ -177,10 +177,10 @@ class Plan:
         return plan_json.KVFacts(self.kv, self.stage_kv if bind else None,
                                  plan_json.stage_scope(bind) if bind else None)
 
-    def resolved_settings(self) -> PlanSettings:
-        """The JSON's ``settings``: what the plan ran with, each engine default resolved (plan_json.py)."""
+    def settings_json(self) -> dict[str, Any]:
+        """The JSON's ``settings``: as run, each default resolved, as ``resolved_from`` names it (plan_json.py)."""
         from kvledger.accounting import plan_json
-        return plan_json.resolved_settings(self)
+        return plan_json.settings_json(self)
 
     def given_settings(self) -> PlanSettings:
         """The JSON's ``given``: the settings as given, None where the engine's default applies."""

@@ -15,7 +15,8 @@ from kvledger.catalog.quant import online_fp8
 from kvledger.jsonable import to_jsonable
 from kvledger.units import GiB
 
-__all__ = ["ModelFacts", "KVFacts", "MemoryFacts", "stage_scope", "ALL_LAYERS", "resolved_settings"]
+__all__ = ["ModelFacts", "KVFacts", "MemoryFacts", "stage_scope", "ALL_LAYERS", "resolved_settings",
+           "settings_json"]
 
 ALL_LAYERS = "all layers"
 
@@ -41,6 +42,17 @@ def resolved_settings(plan) -> PlanSettings:
     if (pc := resolved_prefix_caching(plan)) is not None:  # vLLM: the release's default where none was given
         update["enable_prefix_caching"] = pc[0]
     return s.model_copy(update=update)
+
+
+def settings_json(plan) -> dict:
+    """The JSON's ``settings``: :func:`resolved_settings` with every value ``resolved_from`` lists in its key, so each
+    default the plan resolved reads the same in both (``async_scheduling``, ``model_runner``, ``mamba_cache_mode``:
+    no field of ``PlanSettings`` carries them, and ``settings`` left them out while ``resolved_from`` named them)."""
+    from kvledger.accounting.resolved_defaults import resolved_from
+
+    out = to_jsonable(resolved_settings(plan))
+    out.update({name: r["value"] for name, r in resolved_from(plan).items()})
+    return out
 
 
 def stage_scope(stage: dict) -> str:
