@@ -32,6 +32,7 @@ from kvledger.ledgers.host_bill import DEFAULT_TEAM_CAPABILITY, HostBill
 from kvledger.ledgers.instances import pack
 from kvledger.ledgers.items import Ledger
 from kvledger.ledgers.load_share import LoadShare
+from kvledger.ledgers.monthly_section import monthly_section
 from kvledger.ledgers.packings import gpu_inputs, gpu_words
 from kvledger.ledgers.prefill_floor import PrefillFloor
 from kvledger.ledgers.report_core import SelfHostLedgers
@@ -75,7 +76,6 @@ class CostReport(SelfHostLedgers):
     sticker: dict[str, Any]
     break_even_utilization: dict[str, Any]
     break_even_volume: dict[str, Any]
-    monthly: dict[str, Any] | None
     factors: list[dict[str, str]]
     verdict: str
     notes: list[str] = field(default_factory=list)
@@ -84,6 +84,11 @@ class CostReport(SelfHostLedgers):
     api_options: list[dict[str, Any]] = field(default_factory=list)
     secondary: str = ""
     verdict_conditions: list[str] = field(default_factory=list)  # what an API answer holds only under (factor_rows)
+
+    @property
+    def monthly(self) -> dict[str, Any] | None:
+        """The ``monthly`` section: the decision's facts by their older names, read from it (``monthly_section``)."""
+        return None if self.decision is None else monthly_section(self.decision)
 
     def totals(self) -> dict[str, float]:
         return {"self_host_usd_per_mtok_input": self.self_host_input.total_usd,
@@ -118,15 +123,6 @@ class DecisionInputs:
     band_sides: tuple[float, float] | None = None  # (fraction below, fraction above); None: ±capacity_band
     quantization: str | None = None  # the self-hosted weights' --quantization (fp8), for the FP8 API row's note
     peak_to_mean: float = 1.0  # --peak-to-mean: the break-even sizes for it without a volume too (factor_rows.at_peak)
-
-
-def _monthly(d: Decision) -> dict[str, Any]:
-    """The ``monthly`` section of the JSON (kept for scripts): the decision's volume, replicas and the two bills."""
-    v = d.volume
-    return {"requests": v.requests, "input_tokens": v.input_tokens, "output_tokens": v.output_tokens, "how": v.how,
-            "replicas": d.replicas, "realized_utilization": d.realized_utilization,
-            "max_utilization": d.max_utilization, "self_host": d.self_host,
-            "buy": d.buy, "api": d.primary.bill, "cheaper": d.verdict}
 
 
 def _rows(price: ApiPrice | None, inputs: DecisionInputs) -> list[tuple[ApiPrice, bool | None, bool]]:
@@ -257,7 +253,7 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     return CostReport(gp.file, gp.slo, capacity_dict(cap), inputs_d, sh_in, sh_out,
                       api_ledger(primary, mix, 1.0, 0.0, "API cost per 1M input tokens", "USD per 1M input tokens"),
                       api_ledger(primary, mix, 0.0, 1.0, "API cost per 1M output tokens", "USD per 1M output tokens"),
-                      sticker, u_star, b_vol, _monthly(decision) if decision else None,
+                      sticker, u_star, b_vol,
                       factor_rows(setup, factors, u_star, b_vol.get("requests_per_month") is not None),
                       verdict, notes, decision, head, per_row, second, verdict_conditions(factors))
 
