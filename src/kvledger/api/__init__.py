@@ -2,9 +2,10 @@
 file), typed keyword parameters checked at the call, each result's ``to_dict()`` (``search``: the dict it returns) equal
 to the command's ``--json`` (``kvledger.plan`` and the others are these)."""
 
-from kvledger.api.calls import SimDocument, goodput, plan, simulate
+from kvledger.api.calls import plan
 from kvledger.api.cost_call import cost
 from kvledger.api.results import CostResult, GoodputResult, PlanResult
 from kvledger.api.search_call import search
+from kvledger.api.sim_call import SimDocument, goodput, simulate
 
 __all__ = ["plan", "simulate", "goodput", "cost", "search", "PlanResult", "GoodputResult", "CostResult", "SimDocument"]
