@@ -88,6 +88,16 @@ def test_rtx3090_v0_startup_predicted_within_1_percent():
     assert abs(avail.rel_error) < 0.01 and avail.predicted == pytest.approx(3.77, abs=0.01)
 
 
+def test_hybrid_tokens_line_inverted_by_the_versions_rule():
+    # dennislee22/vLLM-benchmarking, gpt-oss-120b at TP 4 on vLLM 0.10.1.1: "GPU KV cache size: 2,640,144 tokens" and
+    # the API server's "num_gpu_blocks is: 330018". 0.10 prints (blocks // 2 groups) × 16: 330,018 // 2 × 16 =
+    # 2,640,144, so the printed tokens hold 2,640,144 / 16 × 2 = 330,018 blocks (not 165,009), inside the range
+    # 45.32 GiB allows, and the printed 284.25x follows from them.
+    blocks, conc = (next(t for t in PUBLIC["P30"].from_printed if t.term.startswith(w)) for w in ("blocks", "conc"))
+    assert blocks.printed == 330_018 and blocks.inside
+    assert conc.predicted == conc.printed == 284.25
+
+
 def test_public_rows_printed_from_memory_are_exact():
     # LMCache#1739 (0.10.2): 6.51 GiB printed → 42,656 tokens, 1.30x, exactly as the plan prints them.
     toks = next(t for t in PUBLIC["P07"].terms if t.term == "KV tokens")
@@ -99,10 +109,11 @@ VME_ROWS = {r["id"]: r for r in load_rows(Path(__file__).resolve().parents[2] / 
 
 
 def test_launch_flags_become_plan_settings():
-    # "kv-cache-dtype=fp8;enable-expert-parallel;enforce-eager" → the two plan settings; expert parallelism is recorded
-    # for the reader only (no plan setting).
-    assert flag_settings("kv-cache-dtype=fp8;enable-expert-parallel;enforce-eager") == {"kv_cache_dtype": "fp8",
-                                                                                       "enforce_eager": True}
+    # "kv-cache-dtype=fp8;enable-expert-parallel;enforce-eager" → three plan settings (expert parallelism is `plan
+    # --enable-expert-parallel`: without it an FP8 Qwen3-235B at TP 8 cannot start, 1,536 / 8 = 192 not a multiple of
+    # the 128 block); checkpoint-quantization is recorded for the reader only.
+    assert flag_settings("kv-cache-dtype=fp8;enable-expert-parallel;enforce-eager;checkpoint-quantization=fp8") == {
+        "kv_cache_dtype": "fp8", "enable_expert_parallel": True, "enforce_eager": True}
     assert flag_settings("distributed-executor-backend=ray;nnodes=2") == {"distributed_executor_backend": "ray",
                                                                          "nnodes": 2}
 

@@ -108,13 +108,14 @@ def topology_label(tp: int, pp: int, all_to_all: bool) -> str:
 FLAG_SETTINGS = {"kv-cache-dtype": "kv_cache_dtype", "enforce-eager": "enforce_eager",
                  "disable-custom-all-reduce": "disable_custom_all_reduce",
                  "distributed-executor-backend": "distributed_executor_backend", "nnodes": "nnodes",
-                 "sampler-backend": "sampler_backend", "wddm": "wddm", "model-runner": "model_runner"}
+                 "sampler-backend": "sampler_backend", "wddm": "wddm", "model-runner": "model_runner",
+                 "enable-expert-parallel": "enable_expert_parallel"}
 """The row's launch flags that are plan settings (``sampler-backend``: the installation's sampler where the row's build
 tells it, ``benchmarks/import_vme_startups.py::release_image_sampler``; ``wddm``: the start-up ran on Windows or WSL2,
 whose driver reports the whole board as CUDA's total: ``plan --wddm``; ``model-runner``: VLLM_USE_V2_MODEL_RUNNER as the
-source set it, ``plan --model-runner``); the rest (checkpoint-quantization,
-enable-expert-parallel, ...) are
-recorded for the reader and do not change the plan."""
+source set it, ``plan --model-runner``; ``enable-expert-parallel``: the MoE experts whole over the TP ranks, ``plan
+--enable-expert-parallel``); the rest (checkpoint-quantization, async-scheduling, ...) are recorded for the reader
+and do not change the plan."""
 
 
 def flag_settings(flags: str) -> dict[str, Any]:
@@ -198,7 +199,11 @@ def _from_printed(r: dict[str, str], model, gpu, kw: dict[str, Any]) -> tuple[Pu
     kw = {k: v for k, v in kw.items() if k != "weights_bytes"} | {"available_kv_memory_bytes": round(gib * GiB)}
     m = build_plan(model, gpu, make_settings(**kw), with_roofline=False, with_advice=False).memory
     lo, hi = printed_gib_block_range(kw["available_kv_memory_bytes"], m.bytes_per_block)
-    blocks = int(r["kv_tokens"]) // m.block_size
+    # the printed tokens line inverted by the version's own rule (vllm_rules.printed_capacity_lines, read from
+    # kv_cache_utils.py::_report_kv_cache_config): 0.10 prints (blocks // KV cache groups) × block_size, so a hybrid
+    # model's two groups (gpt-oss: sliding and full) hold twice the blocks the tokens / block_size reading gives
+    per_token = m.num_gpu_blocks / m.pool_tokens if m.pool_tokens else 1 / m.block_size
+    blocks = round(int(r["kv_tokens"]) * per_token)
     chk = check_printed_pool(parse_version(r["vllm_version"]), int(r["tp"] or 1), gib, blocks, m.bytes_per_block,
                              lo, hi)
     spread, status = None, rank_status(chk.verdict, min_rank is not None, r.get("rank_memory", ""))
