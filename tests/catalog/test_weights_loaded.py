@@ -238,3 +238,18 @@ def test_rocm_pads_unquantized_moe_rows():
     m = load_model("Qwen/Qwen3-235B-A22B")
     for tp, pad in ((4, 94 * 128 * 768 * 256), (8, 94 * 128 * 384 * 256)):
         assert loaded_weights(m, tp=tp, rocm=True).bytes - loaded_weights(m, tp=tp).bytes == pad
+
+
+def test_mxfp4_pads_each_tp_ranks_share_of_the_experts():
+    # vLLM 0.10.1 mxfp4.py Mxfp4MoEMethod.create_weights rounds intermediate_size_per_partition up (Marlin: to 128).
+    # gpt-oss-120b's 2,880 over TP 4 is 720 per rank → 768, so the fused gate_up holds 2 × 768 rows on each rank
+    # (2 × 4 × 768 = 6,144 of the whole), not (2,880 → 2,944) / 4 = 736 per rank.
+    from kvledger.catalog.mxfp4_layout import mxfp4_padded
+
+    m = load_model("openai/gpt-oss-120b")
+    gate_up = next(w for w in m.weights if w.path.endswith("mlp.experts.gate_up_proj"))
+    assert mxfp4_padded(gate_up, m, "sm80", (0, 10, 1), parts=4).rows == 2 * 4 * 768
+    assert mxfp4_padded(gate_up, m, "sm80", (0, 10, 1), parts=1).rows == 2 * 2944
+    # dennislee22/vLLM-benchmarking (4 x A100 80GB, vLLM 0.10.1.1): "Model loading took 17.2217 GiB" on every rank
+    got = loaded_weights(m, tp=4, gpu_arch="sm80", engine_version=(0, 10, 1)).bytes / 2**30
+    assert abs(got - 17.2217) < 0.03

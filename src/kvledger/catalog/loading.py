@@ -214,8 +214,9 @@ def _fused_bytes(model: ModelSpec, weights: list, q: QuantScheme, tp: int, db: i
         moe_pad += rocm_moe_padding_bytes(w, q, tp, db) if rocm else 0
         share = 1 / tp if w.tp == "shard" else (kv_share if w.tp == "kv" else 1.0)
         share = expert_share(model, tp, ep) if w.expert and ep > 1 else share
-        if mx and q.converts(w):
-            padded = mxfp4_padded(w, model, gpu_arch, engine_version, *forced)
+        if mx and q.converts(w):  # each TP rank's share of a sharded expert padded on its own (mxfp4_padded)
+            parts = tp if w.tp == "shard" and not (w.expert and ep > 1) else 1
+            padded = mxfp4_padded(w, model, gpu_arch, engine_version, *(forced or [None]), parts=parts)
             mx_pad += (sum(q.tensor_bytes(padded, db)) - sum(q.tensor_bytes(w, db))) * share
             w = padded
         key = _FUSE.sub(lambda m: _FUSED_NAME[m.group(1)], w.path)
@@ -274,7 +275,7 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
             + (" (this model class builds both on every stage)" if every else "")
         )
     if mx and any(w.expert for w in model.weights):
-        how += "; " + mxfp4_layout_text(model, gpu_arch, engine_version, mx_pad)
+        how += "; " + mxfp4_layout_text(model, gpu_arch, engine_version, mx_pad, 1 if ep > 1 else tp)
     how += marlin_scales_text(q, on_rank, (gpu_arch, engine_version, rocm), dname)
     if rope:
         how += f" + {rope:,} B RoPE cos/sin buffer"

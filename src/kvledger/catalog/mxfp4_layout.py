@@ -39,37 +39,45 @@ def mxfp4_marlin_fallback(arch: str, engine_version: tuple[int, int, int]) -> bo
     return arch == "sm90" and lo <= engine_version <= hi
 
 
-def mxfp4_layout_text(model: ModelSpec, arch: str, engine_version: tuple[int, int, int], pad_bytes: float) -> str:
-    """How vLLM lays out MXFP4 experts on ``arch`` (the backend's padding, ``_mxfp4_padded``), in words with the bytes
-    the padding adds per GPU."""
-    h, inter = model.hidden_size, model.intermediate_size or 0
+def mxfp4_layout_text(model: ModelSpec, arch: str, engine_version: tuple[int, int, int], pad_bytes: float,
+                      parts: int = 1) -> str:
+    """How vLLM lays out MXFP4 experts on ``arch`` (the backend's padding, ``mxfp4_padded``), in words with the bytes
+    the padding adds per GPU; ``parts``: the TP ranks the intermediate dimension is split over (each rank's share
+    padded)."""
+    h, share = model.hidden_size, -(-(model.intermediate_size or 0) // parts)
+    what = f"intermediate {share:,}" + (f" per rank (1/{parts})" if parts > 1 else "")
     if mxfp4_uses_marlin(arch, engine_version):
         how = (f"MXFP4 experts repacked for Marlin on {arch} (weight-only FP4, mxfp4.py _should_use_marlin: hidden "
-               f"{h:,} → {-(-h // 256) * 256:,}, intermediate {inter:,} → {-(-inter // 128) * 128:,})")
+               f"{h:,} → {-(-h // 256) * 256:,}, {what} → {-(-share // 128) * 128:,})")
     elif arch.startswith(("sm10", "sm11")):
         how = (f"MXFP4 experts in FlashInfer's TRT-LLM layout on {arch} (hidden {h:,} → {-(-h // 256) * 256:,}, "
-               f"intermediate {inter:,} → {-(-inter // 256) * 256:,})")
+               f"{what} → {-(-share // 256) * 256:,})")
     else:
-        how = (f"MXFP4 experts in the Triton layout on {arch or 'this GPU'} (intermediate {inter:,} → "
-               f"{-(-inter // 64) * 64:,})")
+        how = (f"MXFP4 experts in the Triton layout on {arch or 'this GPU'} ({what} → "
+               f"{-(-share // 64) * 64:,})")
     return how + (f": +{pad_bytes:,.0f} B of padding per GPU" if pad_bytes else ": no padding")
 
 
 def mxfp4_padded(w: Weight, model: ModelSpec, arch: str, engine_version: tuple[int, int, int] = (0, 33, 0),
-                 marlin: bool | None = None) -> Weight:
+                 marlin: bool | None = None, parts: int = 1) -> Weight:
     """An MXFP4 expert tensor with the backend's padding (see the module docstring); ``marlin``: force the Marlin
-    layout (True) or not (False) instead of the version's point."""
+    layout (True) or not (False) instead of the version's point. ``parts``: the TP ranks the experts' intermediate
+    dimension is split over (1 under expert parallelism, experts whole): the backend rounds each rank's share up, not
+    the whole (``mxfp4.py::Mxfp4MoEMethod.create_weights`` pads ``intermediate_size_per_partition``, read in 0.10.1,
+    0.10.2 and 0.11.0), so the tensor returned is ``parts`` × the padded share."""
     h, inter = model.hidden_size, model.intermediate_size
     if not (w.expert and inter):
         return w
     blackwell = arch.startswith("sm10") or arch.startswith("sm11")
     if marlin is None:
         marlin = mxfp4_uses_marlin(arch, engine_version)
+    share = -(-inter // parts)
     if marlin:
-        hp, ip = -(-h // 256) * 256, -(-inter // 128) * 128
+        hp, ip = -(-h // 256) * 256, parts * (-(-share // 128) * 128)
     else:
+        step = 256 if blackwell else 64
         hp = -(-h // 256) * 256 if blackwell else h
-        ip = -(-inter // (256 if blackwell else 64)) * (256 if blackwell else 64)
+        ip = parts * (-(-share // step) * step)
     if w.rows == 2 * inter and w.cols == h:
         return replace(w, rows=2 * ip, cols=hp)
     if w.rows == h and w.cols == inter:
