@@ -64,7 +64,7 @@ def mxfp4_padded(w: Weight, model: ModelSpec, arch: str, engine_version: tuple[i
     layout (True) or not (False) instead of the version's point. ``parts``: the TP ranks the experts' intermediate
     dimension is split over (1 under expert parallelism, experts whole): the backend rounds each rank's share up, not
     the whole (``mxfp4.py::Mxfp4MoEMethod.create_weights`` pads ``intermediate_size_per_partition``, read in 0.10.1,
-    0.10.2 and 0.11.0), so the tensor returned is ``parts`` × the padded share."""
+    0.11.0 and 0.11.2; later releases not re-read for it), so the tensor returned is ``parts`` × the padded share."""
     h, inter = model.hidden_size, model.intermediate_size
     if not (w.expert and inter):
         return w
