@@ -241,7 +241,8 @@ def test_rocm_pads_unquantized_moe_rows():
 
 
 def test_mxfp4_pads_each_tp_ranks_share_of_the_experts():
-    # vLLM 0.10.1 (and 0.11.0, 0.11.2) mxfp4.py Mxfp4MoEMethod.create_weights rounds intermediate_size_per_partition up (Marlin: to 128).
+    # vLLM 0.10.1 (and 0.11.0, 0.11.2) mxfp4.py Mxfp4MoEMethod.create_weights rounds intermediate_size_per_partition
+    # up (Marlin: to 128).
     # gpt-oss-120b's 2,880 over TP 4 is 720 per rank → 768, so the fused gate_up holds 2 × 768 rows on each rank
     # (2 × 4 × 768 = 6,144 of the whole), not (2,880 → 2,944) / 4 = 736 per rank.
     from kvledger.catalog.mxfp4_layout import mxfp4_padded
