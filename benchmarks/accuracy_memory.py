@@ -12,8 +12,8 @@ Sources (read-only, beside the clone):
   * public logs quoted in ``docs/engine-model.md`` §1.9 that name model, GPU and the printed available memory:
     only blocks, tokens and the printed concurrency can be checked there (no memory terms are printed);
   * ``benchmarks/data/vllm_public_startups.csv``: public start-ups quoted in vLLM issue threads, posts and repository
-    files (0.6–0.19; RTX 3090/4060/4090, H100, A100 40GB/80GB, L40S, GH200, MI300X; TP 1/2/4, TP 4 × PP 2 over two
-    nodes, Ray on three), each with its source URL (SOURCES file beside it);
+    files (0.6–0.27; RTX 3090/4060/4090, H100, A100 40GB/80GB, L40S, GH200, MI300X, RTX PRO 6000; TP 1/2/4/8, TP 4 ×
+    PP 2 over two nodes, Ray on five), each with its source URL (SOURCES file beside it);
   * ``benchmarks/data/vme_startups.csv``: 140 start-ups of vllm-memory-estimator's published validation set
     (Apache-2.0; H200, MI300X, B200; TP 1/4/8; vLLM 0.11–0.20), from ``benchmarks/import_vme_startups.py``;
   * ``benchmarks/data/sglang_public_startups.csv``: public SGLang start-ups (0.4.1–0.5.3; L4, H100, H200, RTX A6000, a
