@@ -248,11 +248,36 @@ class HostStepCost:
         own = getattr(self.inner, "decode_steps_list", None)
         if own is None or num_seqs == 0:
             return [self.step_time_of(0, 0, 0, 0.0, num_seqs, kv_tokens + i * num_seqs) for i in range(num_steps)]
-        if num_steps > PLAIN_FLOAT_MAX_STEPS and getattr(own, "__func__", None) is DecodePrices.decode_steps_list:
-            # the roofline's list there is its decode_steps_s array listed: the host term applied to the array
-            gpus = self.inner.decode_steps_s(num_seqs, kv_tokens, num_steps)
-            return self.host.decode_steps_array(gpus, num_seqs).tolist()
+        if getattr(own, "__func__", None) is DecodePrices.decode_steps_list:
+            if num_steps > PLAIN_FLOAT_MAX_STEPS:
+                # the roofline's list there is its decode_steps_s array listed: the host term applied to the array
+                gpus = self.inner.decode_steps_s(num_seqs, kv_tokens, num_steps)
+                return self.host.decode_steps_array(gpus, num_seqs).tolist()
+            form = self._plain_host(num_seqs)
+            if form is not None:  # the roofline's plain list and the host's CPU term in one pass, the same floats
+                gemm, g, b, cpu, overlap = form
+                kvs = range(kv_tokens, kv_tokens + num_seqs * num_steps, num_seqs)
+                if overlap:
+                    return [d if (d := gemm + g * x / b) >= cpu else cpu for x in kvs]
+                return [gemm + g * x / b + cpu for x in kvs]
         return self.host.decode_steps(own(num_seqs, kv_tokens, num_steps), num_seqs)
+
+    def _plain_host(self, num_seqs: int) -> tuple[float, float, float, float, bool] | None:
+        """``(gemm s, KV bytes per token, bandwidth B/s, CPU s, overlapped)`` when a pure-decode step of ``num_seqs``
+        sequences is the wrapped roofline's plain ``gemm + g · kv / bw`` (``decode_plain_terms``) with the CPU term
+        ``HostOverhead.decode_steps`` applies (no eager launch: a captured batch), else None; memoised per batch
+        size."""
+        memo = self.__dict__.get("_plain_memo")
+        if memo is None:
+            memo = self.__dict__["_plain_memo"] = {}
+        form = memo.get(num_seqs, 0)
+        if form == 0:
+            h, terms = self.host, DecodePrices.decode_plain_terms(self.inner, num_seqs)  # the base list's form
+            form = None if terms is None or num_seqs > h.graph_max_batch else (
+                *terms, h.step_s + h.seq_s * num_seqs, h.overlap)  # decode_steps's cpu, the same expression
+            if len(memo) < 4096:
+                memo[num_seqs] = form
+        return form
 
     def decode_steps_s(self, num_seqs: int, kv_tokens: int, num_steps: int):
         return decode_steps_by_loop(self, num_seqs, kv_tokens, num_steps)

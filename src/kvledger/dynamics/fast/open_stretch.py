@@ -121,18 +121,19 @@ class _ArrivalStretch:
         self.limits = (cfg.max_num_batched_tokens, cfg.max_num_seqs, cfg.max_model_len, cfg.caps_output,
                        cfg.sglang_max_req_len)
         self.B, self.lag = rep.kv.block_size, 1 if rep.rules.async_scheduling else 0
-        lives, groups, S = [], {}, 0
-        for r in rep.sched.running:
-            m, c = r.num_output_tokens - r.num_generated, r.num_computed_tokens
-            lives.append((r, 0, c, len(r.blocks), m, False))
+        running = rep.sched.running  # each request's computed and remaining tokens, then its life and group
+        cs = [r.num_computed_tokens for r in running]
+        ms = [r.num_output_tokens - r.num_generated for r in running]
+        lives = [(r, 0, c, len(r.blocks), m, False) for r, c, m in zip(running, cs, ms)]
+        groups: dict[int, list[int]] = {}
+        for m, c in zip(ms, cs):
             g = groups.get(m)
             if g is None:
                 groups[m] = [1, c]
             else:
                 g[0] += 1
                 g[1] += c
-            S += c
-        self.lives, self.groups, self.S = lives, groups, S
+        self.lives, self.groups, self.S = lives, groups, sum(cs)
         self.n, self.keys = len(lives), sorted(groups)  # keys: the finish steps, ascending
         self.blocks_left = rep.kv.num_free_blocks  # a lower bound on the free blocks: every take counted at its most
         self.ends, self.durs = [rep.now_s], []  # step end times (ends[0]: the first step's start), durations, s
