@@ -28,7 +28,7 @@ from kvledger.dynamics.engine.kv_interface import KVManager
 from kvledger.dynamics.engine.padded_prompts import padded_prompt_shape
 from kvledger.dynamics.engine.request_state import FINISHED, SimRequest
 from kvledger.dynamics.engine.scheduler import Scheduler
-from kvledger.dynamics.fast import fast_path
+from kvledger.dynamics.fast import chunk_step, fast_path
 from kvledger.dynamics.loads_in_flight import LoadsInFlight
 from kvledger.dynamics.outputs.batch_peak import BatchPeak
 from kvledger.dynamics.outputs.itl_gaps import GapHistogram
@@ -63,20 +63,17 @@ class Replica(TokenTimes, BatchPeak, LoadsInFlight, AsyncSteps):
         if cfg.batching == "sglang":  # SGLang's scheduler (and its radix cache): imported for its policy only
             from kvledger.dynamics.engine.sglang_scheduler import SGLangScheduler
         self.sched = SGLangScheduler(cfg, self.kv) if cfg.batching == "sglang" else Scheduler(cfg, self.kv)
-        self.now_s = 0.0
         self.fast_forward = fast_forward and self.kv.supports_stretches
         self.prices = step_prices(cost)  # the fast paths' pricing calls (accounting/stepcost.py)
         self.prefill_time = PrefillTime(cost)  # Σ prefill-attributed step time (accounting/step_split.py)
-        self._t = np.empty(4096, dtype=np.float64)  # end time of step (base + i), s
-        self._base = 0  # global index of self._t[0]
+        self._t, self._base = np.empty(4096, dtype=np.float64), 0  # end time of step (base + i), s; _t[0]'s index
         self.record_token_times = record_token_times
         self.gaps = None if record_token_times else GapHistogram()
         self._cnt = None if record_token_times else np.zeros(4096, dtype=np.int32)  # requests with a gap ending at step
         self._gap_runs: list[int] = []  # finished requests' runs of gaps not yet in _cnt: (first step, end step) pairs
         self._prev_t = 0.0  # end time of step (base − 1), s (0.0 before the first step: its gap is never counted)
-        self.num_steps = 0
+        self.now_s, self.num_steps, self.num_preemptions = 0.0, 0, 0  # the clock, s; steps run; preemptions
         self.decode_step_hint_s = 0.0  # a recent pure-decode step's price, s (sizes the fast path's pricing chunks)
-        self.num_preemptions = 0
         self.steady = False  # the next steps are pure decode steps of the same batch
         self.ready = False  # every running request is one token behind (decode-ready)
         self.usage = KvUsageTracker(cfg.block_size)
@@ -86,6 +83,7 @@ class Replica(TokenTimes, BatchPeak, LoadsInFlight, AsyncSteps):
         self._async = cfg.async_scheduling  # the hot loop's copy of rules.async_scheduling
         self._lag = cfg.async_output_proc  # V0's async output processor (async_steps.py): finishers free a step late
         self.fast_forward = self.fast_forward and not self._lag  # the stretches free finishers at once
+        self.chunks = chunk_step.eligible(self)  # chunk-continuation steps without the general scheduling loop
         self._deferred: list[SimRequest] = []  # async: finished in the step in flight, blocks not yet freed
         self.init_loads()  # requests loading KV from a lower tier (loads_in_flight.py)
         self.last_start_s: float | None = None  # async: start of the step in flight (None: the queue is empty)
@@ -150,6 +148,8 @@ class Replica(TokenTimes, BatchPeak, LoadsInFlight, AsyncSteps):
                 out = fast_path.stretch(self, bound_s, through_finishes)
             elif self.sched.waiting and self.rules.mixed:
                 out = fast_path.admit_step(self)
+        elif self.chunks and self.sched.running:  # a chunked prefill goes on (fast/chunk_step.py)
+            out = chunk_step.chunk_step(self)
         if out is None:
             out = self._step()
         self.after_unit(sched_s, bound_s)

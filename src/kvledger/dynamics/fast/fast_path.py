@@ -56,7 +56,7 @@ from kvledger.dynamics.engine.request_state import FINISHED, SimRequest, accept
 from kvledger.dynamics.fast.kv_stretch import account_stretch
 from kvledger.dynamics.fast.stretch_times import MAX_STRETCH_STEPS, decode_times
 
-__all__ = ["stretch", "admit_step", "run_open", "advance", "write_counters", "MAX_STRETCH_STEPS"]
+__all__ = ["stretch", "admit_step", "run_open", "advance", "write_counters", "mixed_tail", "MAX_STRETCH_STEPS"]
 
 def stretch(rep, bound_s: float, through: bool) -> list | None:
     """Steady decode steps of ``rep`` (see module doc); None when not even one step's blocks fit."""
@@ -161,7 +161,13 @@ def _mixed_step(rep, running: list[SimRequest], rems: list[int], comp: list[int]
         return None
     plan: list[tuple[SimRequest, int]] = []
     sched.running = running  # admission appends to it and checks its length against max_num_seqs
-    admitted = sched.admit_waiting(plan, cfg.max_num_batched_tokens - n)
+    return mixed_tail(rep, running, rems, comp, plan, sched.admit_waiting(plan, cfg.max_num_batched_tokens - n))
+
+
+def mixed_tail(rep, running: list[SimRequest], rems: list[int], comp: list[int], plan: list, admitted: int):
+    """``_mixed_step`` once the step is scheduled: the first ``len(rems)`` of ``running`` decode (their blocks taken),
+    ``plan`` lists the prefill chunks (request, tokens) in order and ``admitted`` says how many joined."""
+    sched, kv, n = rep.sched, rep.kv, len(rems)
     rep.note_batch(len(running), (), rep.now_s)  # the decoders and those admitted: the step's batch
     # async: the step in flight's finishers free after this schedule
     freed = rep.drain() if rep.rules.async_scheduling else False
