@@ -1,6 +1,6 @@
 """Chunk-continuation steps and idle gaps, the two kinds of step the search's simulations spend most time in off the
 compiled arrival stretches, give every per-request figure the same with the fast path on (compiled core and its
-pure-Python fallback) and off (step by step)."""
+pure-Python fallback; chunk continuations by fast/chunk_step.py) and off (step by step)."""
 
 from __future__ import annotations
 
@@ -66,7 +66,8 @@ def test_chunk_continuations_and_idle_gaps_are_the_same_with_the_fast_path_on_an
     # at its arrival; under async scheduling too, nothing being in flight)
     assert by_id["alone"].ttft_s == pytest.approx(4 * 0.004 + 900 * 1e-5, abs=1e-12)
     # the long prompt joining six decoding requests gets 256 − 6 = 250 tokens a step (250, 250, 250, then 150): four
-    # steps, each at least 4 ms + 256 × 10 µs; the 60-token prompt that arrived 2 ms after it waits behind it and is
-    # admitted whole with the last chunk's leftover budget (6 + 150 + 60 = 216 ≤ 256): both first tokens at that step's end
+    # steps of at least 150 tokens, each at least 4 ms + 150 × 10 µs; the 60-token prompt that arrived 2 ms after it
+    # waits behind it and is admitted whole with the last chunk's leftover budget (6 + 150 + 60 = 216 ≤ 256): both
+    # first tokens come at that step's end
     assert by_id["b0long"].ttft_s >= 4 * (0.004 + 150 * 1e-5)
     assert by_id["b0behind"].first_token_s == by_id["b0long"].first_token_s
