@@ -102,3 +102,21 @@ def test_ten_pcie_cards_stay_on_one_node():
     # TP 2 × PP 5 = 10 ranks ≤ 10 a node: nothing assumed
     s, nodes = assume_nodes(resolve_gpu("L40S"), make_settings(tp=2, pp=5))
     assert nodes is None and s.nnodes == 1
+
+
+def test_the_short_warning_is_its_facts_in_one_line_at_80_columns():
+    # TP 16 × PP 2 = 32 GPUs under --nnodes 2 is 16 a node, past an HGX H100's 8: the plan assumes 4 nodes of 8, whole
+    # TP groups of 16 spanning 2 nodes each, so the TP all-reduces cross the network; TP 8 × PP 2 on 2 nodes keeps each
+    # TP group of 8 on its node and only the stage-to-stage sends cross it
+    from kvledger.accounting.node_size import assume_nodes
+    from kvledger.accounting.settings import make_settings
+    from kvledger.catalog.gpus import get_gpu
+
+    gpu = get_gpu("H100")
+    _, given = assume_nodes(gpu, make_settings(tp=16, pp=2, nnodes=2))
+    assert given.brief == "32 GPUs, 8 a node: assumes --nnodes 4 (not 2); TP all-reduces over NICs"
+    assert len("WARNING: " + given.brief) <= 80
+    _, pp = assume_nodes(gpu, make_settings(tp=8, pp=2))
+    assert pp.brief == "16 GPUs, 8 a node: assumes --nnodes 2; only PP sends over NICs"
+    _, sg = assume_nodes(gpu, make_settings(tp=16, engine="sglang"))
+    assert sg.brief == "16 GPUs, 8 a node: runs on 2 nodes; TP all-reduces over NICs"

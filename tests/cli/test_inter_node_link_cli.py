@@ -29,8 +29,11 @@ def test_plan_json_states_the_ring_across_nodes():
 
 
 def test_plan_text_and_simulate_source_say_so():
-    out = run_cli("plan", V3, "--gpu", "H100", "--tp", "16").output
+    out = run_cli("plan", V3, "--gpu", "H100", "--tp", "16", "--verbose").output
     assert "roofline priced by: TP all-reduces across 2 nodes: NCCL's ring at 400 GB/s a direction" in out
+    # the short plan: one line at 80 columns, the ring's bound and latency left to --verbose
+    short = run_cli("plan", V3, "--gpu", "H100", "--tp", "16").output
+    assert "roofline priced by: TP all-reduces as NCCL's ring across 2 nodes at 400 GB/s\n" in short
     sim = run_cli("simulate", V3, "--gpu", "H100", "--tp", "16", "--num-requests", "5",
                   "--inter-node-link", "100GB/s").output
     assert "across 2 nodes: NCCL's ring at 450 GB/s a direction (bound by the node's link" in sim

@@ -193,3 +193,30 @@ def test_every_table_is_a_ledger_table():
     users = [p.relative_to(src).as_posix() for p in src.rglob("*.py")
              if re.search(r"^\s*from rich\.table import Table\b", p.read_text(encoding="utf-8"), flags=re.M)]
     assert users == ["report/tables.py"], users
+
+
+@pytest.mark.parametrize("layout, warning", [
+    (("--tp", "8", "--pp", "2"), "WARNING: 16 GPUs, 8 a node: assumes --nnodes 2; only PP sends over NICs"),
+    (("--tp", "16"), "WARNING: 16 GPUs, 8 a node: assumes --nnodes 2; TP all-reduces over NICs"),
+])
+def test_a_plan_across_nodes_keeps_the_short_output_short(layout, warning):
+    # Llama-3.1-405B on H100 SXM (8 GPUs an HGX board): TP 8 × PP 2 and TP 16 are 16 GPUs, planned on 2 nodes of 8.
+    # The short output ran to 42 and 40 lines at 80 columns (the node warning alone 7, the TP ring's pricing 6); the
+    # warning is now one line of its facts, the rest under --verbose
+    args = ("plan", "meta-llama/Llama-3.1-405B-Instruct", "--gpu", "H100", *layout)
+    short, full = _out(*args), _out(*args, "--verbose")
+    lines = short.splitlines()
+    assert len(lines) <= 26 < len(full.splitlines()) and max(len(line) for line in lines) <= 80
+    assert lines[3] == warning  # under the 3-line title
+    flat = " ".join(full.split())
+    assert "rather than plan one node of 16 GPUs, which this hardware does not have, the plan assumes 2 nodes of 8" \
+        in flat and "more than one node of this GPU holds (8: an 8-GPU SXM5 baseboard)" in flat
+    # TP 8 × PP 2: the binding stage PP1 holds layers 63–125, 63 × 2 (K,V) × 1 KV head × 128 × 2 B = 32,256 B a token;
+    # its fixes each on one line (why, under --verbose): TP 16 over 4 nodes 11.48x
+    if "--pp" in layout:
+        assert "32,256 B (31.50 KiB) per GPU of the binding pipeline stage PP1" in " ".join(short.split())
+        assert "  → --tp 16 --nnodes 4: 11 concurrent 131,072-token requests (11.48x)" in lines
+        assert "weights and KV split over more GPUs (32, from 16: TP 16 × PP 2)" in flat
+    else:  # TP 16 spans the nodes: 8 GPUs a node × one 400 Gb/s (50 GB/s) NIC each = 400 GB/s, the ring's bound
+        assert lines[-1] == "roofline priced by: TP all-reduces as NCCL's ring across 2 nodes at 400 GB/s"
+        assert "(bound by the NICs: 8 GPUs a node × 50 GB/s NIC each = 400 GB/s" in flat

@@ -19,8 +19,9 @@ def _run(*argv: str, columns: str | None = None) -> subprocess.CompletedProcess:
 
 
 def test_piped_output_keeps_each_line_whole():
-    out = _run(*PLAN).stdout
-    # the fp8 fix is one line (it was cut after "page size" at 80 columns), and so is the concurrency line
+    out = _run(*PLAN, "--verbose").stdout
+    # the fp8 fix (its why under --verbose) is one line (it was cut after "page size" at 80 columns), and so is the
+    # concurrency line
     fix = next(line for line in out.splitlines() if "--kv-cache-dtype fp8:" in line)
     assert "page size halves, blocks double" in fix and fix.endswith("55.00 GiB KV per GPU")
     assert any(line.startswith("  concurrency (per replica): 2,048 tokens") and line.endswith("3.36–3.47x)")
@@ -29,7 +30,7 @@ def test_piped_output_keeps_each_line_whole():
 
 
 def test_columns_is_honoured_and_help_panels_keep_a_terminal_width():
-    out = _run(*PLAN, columns="60").stdout
+    out = _run(*PLAN, "--verbose", columns="60").stdout
     fix = next(line for line in out.splitlines() if "--kv-cache-dtype fp8:" in line)
     assert len(fix) <= 60 and not fix.endswith("55.00 GiB KV per GPU")  # wrapped at the user's 60 columns, as asked
     helps = _run("plan", "--help").stdout.splitlines()

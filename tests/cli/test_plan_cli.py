@@ -110,7 +110,11 @@ def test_pp_shows_every_stage_and_the_binding_one():
     assert d["memory"]["num_gpu_blocks"] == st[3]["num_gpu_blocks"] == 141_080
     out = " ".join(run(*args, "--verbose").stdout.split())
     assert "Pipeline stages" in out and "binding stage PP3" in out and "binds" in out
-    assert "the binding stage PP3 (layers 24–31, LM head + sampler)" in " ".join(run(*args).stdout.split())
+    assert "the binding stage PP3 (layers 24–31, LM head + sampler)" in out
+    # the short plan: the KV line names the binding stage; the stages' line is --verbose's (a plan across nodes ran
+    # to 42 lines at 80 columns)
+    short = " ".join(run(*args).stdout.split())
+    assert "per GPU of the binding pipeline stage PP3 (layers 24–31 only)" in short and "LM head" not in short
 
 
 def test_pp_errors():
@@ -151,7 +155,10 @@ def test_tp_past_one_node_is_planned_on_the_nodes_it_needs_with_a_warning():
     # across them, 65.39 GiB of KV per GPU, as with --nnodes 2 (63.59 GiB was one node of 16 GPUs, which no H100 has)
     r = run("plan", "mistralai/Mixtral-8x7B-v0.1", "--gpu", "H100-SXM", "--tp", "16")
     assert r.exit_code == 0
-    lines = r.stdout.splitlines()
+    # the short plan: the warning's facts in one line; the whole of it under --verbose
+    assert r.stdout.splitlines()[1] == "WARNING: 16 GPUs, 8 a node: assumes --nnodes 2; TP all-reduces over NICs"
+    lines = run("plan", "mistralai/Mixtral-8x7B-v0.1", "--gpu", "H100-SXM", "--tp", "16", "--verbose").stdout
+    lines = lines.splitlines()
     assert lines[1].startswith("WARNING: --tp 16 is 16 GPUs, more than one node of this GPU holds (8: an 8-GPU SXM5 "
                                "baseboard)") and "the plan assumes 2 nodes of 8 (--nnodes 2)" in lines[1]
     assert "available KV 65.39 GiB" in r.stdout

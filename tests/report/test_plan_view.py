@@ -249,7 +249,9 @@ def test_every_concurrency_range_of_one_plan_prints_its_low_end_alike():
     plan = build_plan(load_model("Qwen/Qwen3-8B"), get_gpu("H100"), make_settings(max_model_len=32768))
     assert 11.80 < plan.memory.ranges["max_concurrency"][0] < 11.81
     text = "\n".join(summary_lines(plan))
-    assert "max concurrency at 32,768 tokens 11.80–12.21x" in text and "range 11.80–12.21x" in text
+    # the range at max_model_len is the concurrency line's 32,768-token cell; the memory line no longer repeats it
+    assert "max concurrency at 32,768 tokens" not in text
+    assert "32,768 tokens: 12 requests (12.09x, range 11.80–12.21x)" in text
     import io
 
     from rich.console import Console

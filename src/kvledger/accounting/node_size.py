@@ -97,6 +97,18 @@ class NodeAssumption:
                 f"this hardware does not have, the plan assumes {self.nnodes} nodes of {self.world // self.nnodes} "
                 f"(--nnodes {self.nnodes}), as vLLM runs " + self._across() + "; pass --nnodes to set them")
 
+    @property
+    def brief(self) -> str:
+        """The warning's facts in one line at 80 columns (the short plan; ``text`` is the whole of it): the GPUs, a
+        node's, the nodes assumed and what crosses the network between them."""
+        head = f"{self.world} GPUs, {self.per_node} a node: "
+        if self.engine != "vllm":
+            return head + f"runs on {self.nnodes} nodes; TP all-reduces over NICs"
+        was = f" (not {self.given})" if self.given > 1 else ""
+        spans = not (self.tp and (self.world // self.nnodes) % self.tp == 0)
+        return head + f"assumes --nnodes {self.nnodes}{was}; " + (
+            "TP all-reduces over NICs" if spans else "only PP sends over NICs")
+
     def _across(self) -> str:
         """What crosses the nodes: a TP group spanning them, or (whole TP groups on each node) only the pipeline's
         stage boundaries (vLLM's ranks are TP-innermost: rank = pp_rank × tp + tp_rank)."""

@@ -104,6 +104,11 @@ class SpanningLink:
                 f"+{self.extra_latency_s * 1e6:.3g} µs a call for its network steps (NCCL tuning.cc's ring LL model: "
                 "accounting/tp_network.py)")
 
+    def brief(self) -> str:
+        """``words`` in one line at 80 columns: the ring and its bandwidth (one direction), its bound and added latency
+        left to ``words``."""
+        return f"as NCCL's ring across {self.nodes} nodes at {self.link_bytes_per_s / 1e9:,.4g} GB/s"
+
     def data(self, latency_s: float) -> dict[str, Any]:
         """The terms for ``--json`` (``latency_s``: the per-call latency priced, this one's extra included)."""
         return {"allreduce_tp_nodes": self.nodes, "allreduce_algorithm": "NCCL ring across nodes",

@@ -44,7 +44,7 @@ def plan(
         settings = settings.model_copy(update={"enable_hierarchical_cache": True})
     p = _chunked_prefill_budget(spec, g, settings, flags, build_plan(spec, g, settings))
     given = flags.allreduce_link_share is not None
-    priced = _priced_by(p, prof, given)
+    priced = _priced_by(p, prof, given, verbose)
     tier_plan = None
     if tiers_given(tiers) or settings_t.any_set:  # break-evens priced as offload and simulate price a prefill
         from kvledger.analyses.serving.plan_pricing import PricingFlags, simulate_priced_tiers
@@ -102,10 +102,10 @@ def _chunked_prefill_budget(spec, g, settings, flags: PlanFlags, p):
     return dataclasses.replace(p, memory=dataclasses.replace(p.memory, notes=(*p.memory.notes, note)))
 
 
-def _priced_by(p, prof, given: bool) -> list[str]:
+def _priced_by(p, prof, given: bool, verbose: bool = True) -> list[str]:
     """What priced the roofline beyond the plan's assumptions, in ``simulate``'s words: the GPU profile, then, at
     TP > 1, the TP all-reduces' link share where one is set (``given``: by --allreduce-link-share, else the profile's
-    fit)."""
+    fit); a TP group over nodes in one line unless ``verbose``."""
     from kvledger.accounting.plan_roofline import tp_span
     from kvledger.accounting.tp_comm import link_words
     from kvledger.analyses.serving.roofline_choice import LINK_GIVEN
@@ -118,7 +118,7 @@ def _priced_by(p, prof, given: bool) -> list[str]:
     if words:  # a share set, or the PCIe rule's default (a scale-up link at its catalog figure needs no words)
         out.append("TP all-reduces " + words)
     span = tp_span(p.gpu, p.settings)  # a TP group over nodes: NCCL's ring over their NICs (tp_network.py)
-    return out + ([f"TP all-reduces {span.words()}"] if span is not None else [])
+    return out + ([f"TP all-reduces {span.words() if verbose else span.brief()}"] if span is not None else [])
 
 
 def _show(p, gpu: str, priced: list[str], tier_plan, verbose: bool) -> None:

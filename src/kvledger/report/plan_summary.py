@@ -21,12 +21,13 @@ from kvledger.units import GiB, KiB, fmt_low
 __all__ = ["summary_lines", "attention_by_context_text", "limit_names", "warning_lines"]
 
 
-def warning_lines(p: Plan) -> list[str]:
+def warning_lines(p: Plan, *, verbose: bool = True) -> list[str]:
     """The warnings shown under the plan's title, as console markup: TP × PP past one node (the figures are of the
-    nodes assumed), then the model's own (a vision tower not counted, an architecture vLLM may not serve as read)."""
-    texts = ([p.nodes.text] if p.nodes is not None else []) + [n.removeprefix(WARNING_NOTE) for n in
-                                                                (*p.model.notes, *p.memory.notes)
-                                                                if n.startswith(WARNING_NOTE)]
+    nodes assumed; its facts in one line unless ``verbose``), then the model's own (a vision tower not counted, an
+    architecture vLLM may not serve as read)."""
+    nodes = [] if p.nodes is None else [p.nodes.text if verbose else p.nodes.brief]
+    texts = nodes + [n.removeprefix(WARNING_NOTE) for n in (*p.model.notes, *p.memory.notes)
+                     if n.startswith(WARNING_NOTE)]
     return [f"[bold yellow]WARNING:[/] {escape(t)}" for t in texts]
 
 
@@ -40,9 +41,9 @@ def _override_words(p: Plan) -> str:
             ")")
 
 
-def summary_lines(p: Plan) -> list[str]:
+def summary_lines(p: Plan, *, verbose: bool = True) -> list[str]:
     """The answer in a few lines: KV per token, the KV pool, concurrency at each context, the roofline's limits, the
-    verdict."""
+    verdict; under PP the stages' line with ``verbose`` only (the KV line names the binding stage)."""
     m = p.memory
     out = _kv_lines(p)
     wd = next((d for d in m.deductions if d.name == "weights"), None)
@@ -55,7 +56,7 @@ def summary_lines(p: Plan) -> list[str]:
              f"no memory left for the KV cache (short by {-m.available_kv_bytes / GiB:,.2f} GiB{rtxt})")
     if rng and rng[0] <= 0 < m.available_kv_bytes:
         avail += " — the low end does not start: the engine may refuse"
-    if m.stages:
+    if m.stages and verbose:
         bind = next(st for st in m.stages if st["binds"])
         where = (f"PP{bind['rank']} (layers {bind['layers'][0]}–{bind['layers'][1]}"
                  f"{', LM head + sampler' if bind['is_last'] else ''})")
@@ -76,9 +77,7 @@ def summary_lines(p: Plan) -> list[str]:
         out.append(f"memory per GPU: {weights}{avail} ({source})"
                    f" → {m.num_gpu_blocks:,} block{'' if m.num_gpu_blocks == 1 else 's'} of {m.block_size} "
                    f"token{'' if m.block_size == 1 else 's'}{_override_words(p)}"
-                   + (f" ({m.ranges['num_gpu_blocks'][0]:,}–{m.ranges['num_gpu_blocks'][1]:,}; max concurrency at "
-                      f"{m.max_model_len:,} tokens "
-                      f"{fmt_low(m.ranges['max_concurrency'][0])}–{m.ranges['max_concurrency'][1]:,.2f}x)"
+                   + (f" ({m.ranges['num_gpu_blocks'][0]:,}–{m.ranges['num_gpu_blocks'][1]:,}{_at_len(p)})"
                       if m.ranges and m.ranges["num_gpu_blocks"][0] != m.ranges["num_gpu_blocks"][1] else ""))
     if m.startup is not None:  # vLLM under --wddm: does it start with the display driver's hold in use
         out.append(m.startup.message)
@@ -98,6 +97,16 @@ def summary_lines(p: Plan) -> list[str]:
                       f"the limit {where}")
         out.append(f"concurrency ({_per(p)}): {rows}{capped}{_decode_clause(p)}")
     return out + _dp_lines(p) + ([_roofline_line(p.roofline)] if p.roofline is not None else [])
+
+
+def _at_len(p: Plan) -> str:
+    """"; max concurrency at max_model_len lo–hi" for the block range, or "" where the concurrency line has a row at
+    max_model_len, which prints the same range."""
+    m = p.memory
+    if any(r.context_tokens == m.max_model_len for r in p.concurrency):
+        return ""
+    lo, hi = m.ranges["max_concurrency"]
+    return f"; max concurrency at {m.max_model_len:,} tokens {fmt_low(lo)}–{hi:,.2f}x"
 
 
 def _per(p: Plan) -> str:

@@ -244,14 +244,13 @@ def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
                   f"max_model_len {p.memory.max_model_len:,}, {bt} {p.memory.max_num_batched_tokens:,}, "
                   f"{ns} {_seqs_text(p)}" + (f", cuda_graph_max_bs {p.memory.cuda_graph_max_bs}"
                                              if p.memory.engine == "sglang" and p.memory.cuda_graph_max_bs else ""))
-    for line in warning_lines(p):  # nodes past one (node_size.py), a model part not counted or not served as read
+    for line in warning_lines(p, verbose=verbose):  # nodes past one (node_size.py), a model part not counted
         console.print(line, highlight=False)
-    for line in summary_lines(p):
+    for line in summary_lines(p, verbose=verbose):
         console.print(f"  {line}", markup=False, highlight=False)
     if not verbose:
-        _verdict(p, console)
-        console.print("[dim]the full ledger (every term with its source, the waterfall, the roofline tables, notes): "
-                      "--verbose; for scripts: --json[/]")
+        _verdict(p, console, verbose=False)
+        console.print("[dim]the full ledger (every term with its source): --verbose; for scripts: --json[/]")
         return
     for tbl in (_model(p), _kv(p)):
         console.print(tbl)
@@ -278,7 +277,8 @@ def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
         console.print(f"[dim]· {n}[/]")
 
 
-def _verdict(p: Plan, console: Console) -> None:
+def _verdict(p: Plan, console: Console, *, verbose: bool = True) -> None:
+    """The verdict and its fixes, each with why it works where ``verbose`` (the short plan: the fix and its figure)."""
     if p.advice:
         color = ("green" if p.fits or p.memory.kv_free else "yellow") if p.advice.verdict == "fits" else "red"
         color = "yellow" if p.advice.verdict == "served_at_lower_len" else color  # TRT-LLM, SGLang: a lower length
@@ -289,7 +289,7 @@ def _verdict(p: Plan, console: Console) -> None:
             said = (f"{reqs} ({o.max_concurrency:,.2f}x)" if o.decode_requests is None else
                     f"≈{o.decode_requests:,} at once while decoding ({reqs} at vLLM's start-up check, "
                     f"{o.max_concurrency:,.2f}x)")
-            console.print(f"  → {o.action}: {said}; {o.detail}")
+            console.print(f"  → {o.action}: {said}" + (f"; {o.detail}" if verbose else ""))
         if p.advice.verdict == "weights_do_not_fit":
             fix = ("re-run with a fix above" if p.advice.options else "no single change tried (a higher TP, FP8 KV, a "
                    "higher --gpu-memory-utilization, a GPU with more memory) makes it fit")
