@@ -118,11 +118,13 @@ def test_answer_first_at_80_columns_and_a_low_confidence_winner_says_so():
     # 60 requests per probe replay a sample unlike azure-conv (probe_sample): that caveat comes first in the winner
     # line, which then runs to 9 lines (one for "GPU rental only (the people line is in cost)", one for the capacity's
     # 80% band, 65 × 0.817–1.104 = 53.13–71.75 req/s: the uncalibrated saturation throughput's); the launch command
-    # and the frontier follow it
+    # and the frontier follow it (two lines later: the winner line names the flip on its low-confidence RunPod row and
+    # the matmuls priced flat on MI300X against the H100's measured curve)
     assert "SLO capacity 65 req/s per replica (65.00 good req/s there), 80% band 53.13–71.75 req/s" in head
     assert "[rests on: capacity probes replay a sample unlike the trace" in head
-    head14 = " ".join(" ".join(res.output.splitlines()[:14]).split())
-    assert "vllm serve meta-llama/Llama-3.2-3B" in head14 and "cost frontier" in head14
+    head16 = " ".join(" ".join(res.output.splitlines()[:16]).split())
+    assert "vllm serve meta-llama/Llama-3.2-3B" in head16 and "cost frontier" in head16
+    assert "flips at 1.06× the winner's low-confidence price" in head16  # the L4's $1,927.20 ÷ $1,817.70 = 1.060
     assert all(len(line) <= 80 for line in res.output.splitlines() if not line.lstrip().startswith(("vllm", "vLLM",
                                                                                                    "SGLang", "check")))
 

@@ -21,7 +21,8 @@ def _entry(cid: str, usd_per_1k: float, band: tuple[float, float] | None) -> dic
 
 def _line(a: dict, b: dict) -> str:
     by_id = {e["id"]: e for e in (a, b)}
-    result = SimpleNamespace(winner=a, entry=by_id.get, margin=lambda: ranking_margin([a, b], "roofline"))
+    result = SimpleNamespace(winner=a, entry=by_id.get, margin=lambda: ranking_margin([a, b], "roofline"),
+                             ranking=[a["id"], b["id"]], spec=None)  # one GPU, no price row: no basis flag
     return winner_line(result)
 
 

@@ -31,7 +31,7 @@ def winner_line(result: Any) -> str:
             bill += f"; {where})" if where else ")"
     else:
         bill = f"${w['cost']['usd_per_1k_requests']:.4f} per 1k good requests, {BILL_COVERS}"
-    flags = caveats(w)
+    flags = caveats(w) + _basis(result)
     m = result.margin()
     if m is not None and m.could_flip:
         own = capacity_caveats(result.entry(m.runner_up) or {})  # an unsteady runner-up's capacity is softer still
@@ -39,6 +39,18 @@ def winner_line(result: Any) -> str:
                      + f", inside {_bands_words(m)}"
                      + (f" (its own {'; '.join(c.split(' (')[0] for c in own)})" if own else ""))
     return f"winner: {w['id']} — {bill}, {capacity_words(cap)}" + (f" [rests on: {'; '.join(flags)}]" if flags else "")
+
+
+def _basis(result: Any) -> list[str]:
+    """The winner's price flip where its price row is low-confidence, and its matmul pricing where it differs from its
+    rival's (``winner_basis``)."""
+    from kvledger.analyses.search.price_flip import price_flip
+    from kvledger.analyses.search.winner_basis import basis_flags
+
+    ranked = [result.entry(c) for c in result.ranking]
+    flip = price_flip(ranked)
+    rival = result.entry(flip.against) if flip is not None else (ranked[1] if len(ranked) > 1 else None)
+    return basis_flags(result.spec, result.winner, flip, rival)
 
 
 def _bands_words(m: Any) -> str:

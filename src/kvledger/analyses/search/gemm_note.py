@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["gemm_note", "link_note", "quantization_note"]
+__all__ = ["gemm_note", "link_note", "quantization_note", "matmul_mode"]
 
 
 def _mode(spec: Any, gid: str, gpu, model) -> str:
@@ -19,6 +19,13 @@ def _mode(spec: Any, gid: str, gpu, model) -> str:
 
     measured = gemm_mode(spec, search_profile(spec, gid)) == "measured"  # the flag, else the profile's, else measured
     return "measured" if measured and curve_prices(model, gpu, bundled=False) else "flat"  # the mode says the rest
+
+
+def matmul_mode(spec: Any, gid: str, model) -> str:
+    """``_mode`` for the candidates' ``gpu_id`` ``gid`` (resolved here) and the roofline's ``model``."""
+    from kvledger.catalog.gpu_file import resolve_gpu
+
+    return _mode(spec, gid, resolve_gpu(gid), model)
 
 
 def gemm_note(spec: Any, entries: list[dict[str, Any]]) -> str | None:
