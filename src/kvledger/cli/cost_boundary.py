@@ -170,6 +170,13 @@ def cost_outcome(r: CostRequest) -> CostOutcome:
     from kvledger.report.progress import working
 
     out = compute_cost(r, working)
+    wl = (out.document.get("simulation") or {}).get("workload") or {}
+    if isinstance(r.source, SimSource) and r.source.synthetic is None and "output_tokens_mean" in wl:
+        from kvledger.analyses.serving.reasoning_note import reasoning_note
+
+        if (note := reasoning_note(r.source.model, wl.get("trace", ""), wl["output_tokens_mean"])) is not None:
+            out.report.notes.append(note)  # the simulation's own notes do not reach cost's (its probes' do not)
+            out.document["notes"] = [*out.document.get("notes", []), note]
     if isinstance(r.source, SimSource) and out.kv_tiers is not None and out.kv_tiers.tiers:
         from kvledger.report.cost_tier_notes import tier_notes
 

@@ -242,10 +242,9 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
             workload: tuple[Any, int, dict[str, Any]] | None = None) -> SimSetup:
     """Build the plan, the engine settings, the step cost and the workload.
 
-    ``requests`` (e.g. a synthetic workload), when given, replaces the trace named by
-    ``a.trace`` (``a.rate``, ``a.rate_scale`` and ``a.num_requests`` then do not apply);
-    ``label`` names it in the workload description. ``workload`` (a workload object the simulator takes, e.g. a
-    ``SessionLoop``; its request count; its description) replaces both.
+    ``requests`` (e.g. a synthetic workload) replaces the trace ``a.trace`` (``a.rate``, ``a.rate_scale`` and
+    ``a.num_requests`` then do not apply), named ``label``; ``workload`` (a workload object the simulator takes, e.g.
+    a ``SessionLoop``; its request count and description) replaces both.
 
     Raises:
         InputError / UnknownNameError / FormatError: bad names, flags or trace files, with the reason.
@@ -278,8 +277,8 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
     if given and a.shared_prefix_tokens is not None:
         raise InputError(shared_prefix_refusal("a session workload (each session's system prompt and earlier turns)"))
     workload, n, info = workload if given else _workload(a, requests, label)
-    if not given and requests is None:
-        notes.extend(_reader_notes(a.trace))  # rows the trace's reader left out (BurstGPT's failed requests)
+    if not given and requests is None:  # rows the reader left out (BurstGPT's failed ones); a reasoning model on it
+        notes.extend(_trace_notes(a.trace, plan.model, info["output_tokens_mean"]))
     if config.hybrid_caching and a.enable_prefix_caching is None and not given and not has_prefix_ids(workload):
         config = replace(config, enable_prefix_caching=False)
         notes.append("no prompt in this workload shares a prefix, so vLLM's hybrid prefix caching could not hit: "
@@ -294,7 +293,8 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
                     plan_notes + notes + ([plan.dp_remedy] if plan.dp_remedy else []), a.tp, plan, prof, client)
 
 
-def _reader_notes(trace: str) -> list[str]:
+def _trace_notes(trace: str, model: Any, output_tokens_mean: float) -> list[str]:
+    from kvledger.analyses.serving.reasoning_note import reasoning_note
     from kvledger.dynamics.workload.traces import trace_note
 
-    return [] if (note := trace_note(trace)) is None else [note]
+    return [n for n in (trace_note(trace), reasoning_note(model.name, trace, output_tokens_mean)) if n is not None]
