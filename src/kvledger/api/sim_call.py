@@ -80,9 +80,11 @@ _RENAME = {"enable_prefix_caching": "prefix_caching", "enable_chunked_prefill": 
 """The API's names (vLLM's flags) of ``EngineFlags``'s fields named otherwise."""
 
 
-def _sim_request(model: str, gpu: str, values: dict[str, Any], num_requests_default: int | None = None) -> Any:
-    """(SimRequestArgs, SyntheticSpec or None) through the command's own ``sim_request`` (its defaults and checks),
-    the DP group checked and applied as the command applies it (``dp_flags.with_dp``)."""
+def _sim_request(model: str, gpu: str, values: dict[str, Any], num_requests_default: int | None = None,
+                 sessions: Any = None, search: tuple[float | None, str] = (None, "rate")) -> Any:
+    """(SimRequestArgs, the workload spec) through the command's own ``sim_request`` (its defaults and checks), the DP
+    group checked and applied as the command applies it (``dp_flags.with_dp``); with ``sessions`` (``SessionFlags``)
+    through goodput's ``goodput_request`` (``search``: its target and axis)."""
     import dataclasses
 
     from kvledger.cli.dp_flags import SimDataParallelFlags, with_dp
@@ -93,7 +95,12 @@ def _sim_request(model: str, gpu: str, values: dict[str, Any], num_requests_defa
          for k, x in values.items()}
     workload, engine, dp = [cls(**{f.name: v[f.name] for f in dataclasses.fields(cls) if f.name in v})
                             for cls in (WorkloadFlags, EngineFlags, SimDataParallelFlags)]
-    args, synthetic = sim_request(model, gpu, workload, engine, num_requests_default=num_requests_default)
+    if sessions is None:
+        args, synthetic = sim_request(model, gpu, workload, engine, num_requests_default=num_requests_default)
+    else:
+        from kvledger.cli.goodput_sessions import goodput_request
+
+        args, synthetic = goodput_request(model, gpu, (workload, engine, sessions), *search, num_requests_default)
     return with_dp(args, dp), synthetic
 
 
@@ -123,12 +130,15 @@ def goodput(model: str, gpu: str, *, slo: str, target: float | None = None, axis
             allreduce_link_share: float | None = None, inter_node_link: str | None = None,
             gpu_profile: str | None = None, gemm_efficiency: str | None = None, data_parallel_size: int | None = None,
             all2all_backend: str | None = None, enable_dp_attention: bool = False, pp: int | None = None,
+            workload: str | None = None, sessions: int | None = None, session_rate: float | None = None,
             cache: bool = True) -> GoodputResult:
     """Goodput of a simulated run under ``slo`` ("ttft=200ms,tpot=50ms"), as ``kvledger goodput --simulate MODEL
     --gpu GPU --slo SLO`` measures it; with ``target`` (e.g. 0.9) the SLO boundary on ``axis`` ("rate",
     "concurrency" or "max_num_seqs"), one simulation per probe, searched between ``lo`` and ``hi`` to ``tol`` and
     once per seed for ``seeds`` > 1, as ``--lo``, ``--hi``, ``--tol`` and ``--seeds``. The workload and engine
-    settings are ``simulate``'s, by the same names; left None, the command's default.
+    settings are ``simulate``'s, by the same names; left None, the command's default. ``workload`` ("chat" or
+    "agent"), ``sessions`` and ``session_rate`` are ``--workload``, ``--sessions`` and ``--session-rate``: multi-turn
+    sessions instead of a trace, as the command draws them.
 
     ``cache``: read and keep each simulation in the on-disk store (``$KVLEDGER_CACHE_DIR``, else
     ``~/.cache/kvledger``), as the command does unless ``KVLEDGER_NO_CACHE`` is set; False neither reads nor writes it.
@@ -143,17 +153,22 @@ def goodput(model: str, gpu: str, *, slo: str, target: float | None = None, axis
     from kvledger.analyses.serving.sim_boundary import normalize_axis
     from kvledger.ledgers.slo import parse_slo
 
+    from kvledger.cli.session_flags import SessionFlags
+
     values = {k: v for k, v in locals().items() if k in _SIM_PARAMS and k not in ("seeds", "cache")}
     with in_python_terms("goodput", _GOODPUT_PARAMS), sim_cache.using(cache):
-        check_ranges("goodput", {**values, "target": target, "lo": lo, "hi": hi, "tol": tol, "seeds": seeds})
+        check_ranges("goodput", {**values, "target": target, "lo": lo, "hi": hi, "tol": tol, "seeds": seeds,
+                                 "sessions": sessions, "session_rate": session_rate})
         the_slo = parse_slo(slo)
         normalize_axis(axis)  # a misspelt axis is an error with or without target, as the command's --axis
-        return _goodput_run(model, gpu, values, the_slo, (target, axis, lo, hi, tol, seeds))
+        return _goodput_run(model, gpu, values, the_slo, (target, axis, lo, hi, tol, seeds),
+                            SessionFlags(workload, sessions, session_rate))
 
 
-def _goodput_run(model: str, gpu: str, values: dict[str, Any], the_slo: Any, search: tuple) -> GoodputResult:
+def _goodput_run(model: str, gpu: str, values: dict[str, Any], the_slo: Any, search: tuple,
+                 sessions: Any) -> GoodputResult:
     """One simulated run's goodput, or with a target the boundary search (``search``: target, axis, lo, hi, tol,
-    seeds), as ``goodput_cmd``'s ``--simulate`` runs them."""
+    seeds), as ``goodput_cmd``'s ``--simulate`` runs them; ``sessions`` the session group (``SessionFlags``)."""
     from kvledger.analyses.serving.sim_boundary import PROBE_NUM_REQUESTS
     from kvledger.analyses.serving.sim_goodput import simulated_goodput, simulated_goodput_search
     from kvledger.errors import InputError
@@ -164,10 +179,10 @@ def _goodput_run(model: str, gpu: str, values: dict[str, Any], the_slo: Any, sea
         if seeds != 1:
             raise InputError("seeds repeats the SLO-capacity search per seed: add target (e.g. 0.9), or see one "
                              "run's figures over seeds with kvledger.simulate(seeds=N)")
-        args, synthetic = _sim_request(model, gpu, values)
+        args, synthetic = _sim_request(model, gpu, values, None, sessions, (None, axis))
         run = simulated_goodput(args, the_slo, synthetic)
         return GoodputResult(goodput_document([to_jsonable(x) for x in run.lines()]), run.result)
-    args, synthetic = _sim_request(model, gpu, values, PROBE_NUM_REQUESTS)
+    args, synthetic = _sim_request(model, gpu, values, PROBE_NUM_REQUESTS, sessions, (target, axis))
     found = simulated_goodput_search(args, the_slo, target, axis, lo=lo, hi=hi, tol=tol, synthetic=synthetic,
                                      seeds=seeds)
     return GoodputResult(goodput_document([to_jsonable(x) for x in found.lines()]), found.search)

@@ -22,6 +22,8 @@ from kvledger.cli import sim_opts as so
 from kvledger.cli.broken_pipe import will_end_with
 from kvledger.cli.dp_flags import SIM_DP, SimDataParallelFlags, refuse_dp_on_files, with_dp
 from kvledger.cli.flag_groups import EngineFlags, GroupUse, TierFlags, WorkloadFlags, flag, with_groups
+from kvledger.cli.goodput_sessions import GOODPUT_SESSIONS, goodput_request
+from kvledger.cli.session_flags import SessionFlags
 from kvledger.report.goodput_view import print_goodput as _print_human
 from kvledger.report.goodput_view import print_search as _print_search
 from kvledger.report.goodput_view import print_sources as _print_sources
@@ -42,7 +44,7 @@ def _document(lines: list[str]) -> str:
     return strict_json.dumps(goodput_document([json.loads(x) for x in lines])) + "\n"
 
 
-def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineFlags], the_slo: Any,
+def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineFlags, SessionFlags], the_slo: Any,
                target: float | None, axis: str, bounds: tuple[float | None, float | None, float | None],
                tiers: TierFlags, seeds: int = 1, dp: Any = None) -> tuple[list[str], Any]:
     """(JSON lines, what to print) for --simulate: one run (with a host tier when tier flags are given), or the boundary
@@ -53,7 +55,6 @@ def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineF
         simulated_goodput_search,
         simulated_goodput_with_tier,
     )
-    from kvledger.cli.sim_opts import sim_request
     from kvledger.cli.tier_opts import check_tier_sizes, tier_settings, tiers_given, with_hicache
     from kvledger.errors import InputError
     from kvledger.jsonable import to_jsonable
@@ -63,7 +64,7 @@ def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineF
         raise InputError("--seeds repeats the SLO-capacity search per seed: add --target (e.g. 0.9), or see one run's "
                          "figures over seeds with kvledger simulate --seeds N")
     if target is None:
-        args, synthetic = sim_request(model, gpu, *groups)
+        args, synthetic = goodput_request(model, gpu, groups, None, axis)  # a trace, synthetic, or sessions
         args = with_hicache(with_dp(args, dp, "the host KV tier flags" if tier is not None else None), tier)
         check_tier_sizes(tier, args.gpu, args.tp)
         with working("simulating"):
@@ -74,7 +75,7 @@ def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineF
         raise InputError("--target searches the SLO boundary without a host KV tier (its probes do not run the tier's "
                          "rules); drop --target to measure one run's goodput with the tier, or compare tiers at "
                          "capacity with kvledger search --offload")
-    args, synthetic = sim_request(model, gpu, *groups, num_requests_default=PROBE_NUM_REQUESTS)
+    args, synthetic = goodput_request(model, gpu, groups, target, axis, num_requests_default=PROBE_NUM_REQUESTS)
     args, (lo, hi, tol) = with_dp(args, dp), bounds
     each = f", the search once per seed ({seeds} seeds)" if seeds > 1 else ""
     with working(f"searching the SLO boundary on {axis} (one simulation per probe{each})"):
@@ -83,8 +84,8 @@ def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineF
     return [strict_json.dumps(to_jsonable(x)) for x in found.lines()], found.search
 
 
-def _from_files(files: list[Path], fmt: str | None, groups: tuple[WorkloadFlags, EngineFlags], the_slo: Any,
-                target: float | None, axis: str, tiers: TierFlags) -> tuple[list[str], Any]:
+def _from_files(files: list[Path], fmt: str | None, groups: tuple, the_slo: Any, target: float | None, axis: str,
+                tiers: TierFlags) -> tuple[list[str], Any]:
     """(JSON lines, (results, boundary)) for benchmark or records FILEs; the boundary across them with --target."""
     from kvledger.analyses.serving.sim_goodput import BoundaryFigures
     from kvledger.cli.sim_opts import reject_sim_flags
@@ -159,7 +160,7 @@ class GoodputFlags:
 
 
 @with_groups(flags=GroupUse(GoodputFlags, first_spelling=True), workload=so.SIM_WORKLOAD, engine=so.SIM_ENGINE,
-             tiers=so.SIM_TIERS, dp=SIM_DP)
+             sessions=GOODPUT_SESSIONS, tiers=so.SIM_TIERS, dp=SIM_DP)
 def goodput_command(
     files: list[Path] | None = typer.Argument(None, help="benchmark output files or kvledger records files; or use "
                                                          "--simulate", show_default=False),
@@ -169,6 +170,7 @@ def goodput_command(
     simulate: so.Simulate = None,
     workload: WorkloadFlags = WorkloadFlags(),
     engine: EngineFlags = EngineFlags(),
+    sessions: SessionFlags = SessionFlags(),
     tiers: TierFlags = TierFlags(),
     dp: SimDataParallelFlags = SimDataParallelFlags(),  # vLLM's DP ranks of a MoE model, as simulate (dp_flags.py)
 ) -> None:
@@ -193,11 +195,11 @@ def goodput_command(
     f = flags
     the_slo = _checked_slo(files, simulate, slo, f, (workload, engine, tiers))
     if simulate is not None:
-        lines, shown = _simulated(simulate, f.gpu, (workload, engine), the_slo, f.target, f.axis, (f.lo, f.hi, f.tol),
-                                  tiers, f.seeds, dp)
+        lines, shown = _simulated(simulate, f.gpu, (workload, engine, sessions), the_slo, f.target, f.axis,
+                                  (f.lo, f.hi, f.tol), tiers, f.seeds, dp)
     else:
         refuse_dp_on_files(dp)
-        lines, shown = _from_files(files, f.format, (workload, engine), the_slo, f.target, f.axis, tiers)
+        lines, shown = _from_files(files, f.format, (workload, engine, sessions), the_slo, f.target, f.axis, tiers)
     if f.plot is not None:
         save_plot(_boundary_figure(shown, simulate is not None), f.plot)
     text = "\n".join(lines) + "\n" if f.json_lines else _document(lines)
