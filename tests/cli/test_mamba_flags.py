@@ -36,9 +36,10 @@ def test_no_enable_prefix_caching_is_listed_when_it_raises_concurrency():
     # Prefix caching on ("align"): 2 attention blocks (cdiv(8,192, 4,128)) + 6 state groups × 3 pages = 20 blocks per
     # request → 198 / 20 = 9.90x; off ("none"): 2 + 6 × 1 = 8 → 198 / 8 = 24.75x, 197 // 8 = 24 requests.
     assert _plan()["concurrency"][-1]["max_concurrency"] == 198 / 20
-    out = run_cli(*NEMO).output
+    out = run_cli(*NEMO, "--verbose").output  # the fix's why under --verbose; the short plan: the fix and its figure
     assert ("→ --no-enable-prefix-caching: 24 concurrent 8,192-token requests (24.75x); Mamba state kept as one "
             "page") in out
+    assert "→ --no-enable-prefix-caching: 24 concurrent 8,192-token requests (24.75x)\n" in run_cli(*NEMO).output
     assert "--no-enable-prefix-caching:" not in run_cli(*NEMO, "--no-enable-prefix-caching").output
 
 

@@ -56,7 +56,7 @@ def summary_lines(p: Plan, *, verbose: bool = True) -> list[str]:
              f"no memory left for the KV cache (short by {-m.available_kv_bytes / GiB:,.2f} GiB{rtxt})")
     if rng and rng[0] <= 0 < m.available_kv_bytes:
         avail += " — the low end does not start: the engine may refuse"
-    if m.stages and verbose:
+    if m.stages and (verbose or m.kv_free):  # no blocks to compare: said in the short plan too
         bind = next(st for st in m.stages if st["binds"])
         where = (f"PP{bind['rank']} (layers {bind['layers'][0]}–{bind['layers'][1]}"
                  f"{', LM head + sampler' if bind['is_last'] else ''})")

@@ -278,7 +278,9 @@ def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
 
 
 def _verdict(p: Plan, console: Console, *, verbose: bool = True) -> None:
-    """The verdict and its fixes, each with why it works where ``verbose`` (the short plan: the fix and its figure)."""
+    """The verdict and its fixes, each with why it works where ``verbose`` (the short plan: the fix and its figure,
+    but under DP the detail too: it says the figure is one rank's, ``advice_dp``)."""
+    verbose = verbose or getattr(p, "data_parallel", None) is not None
     if p.advice:
         color = ("green" if p.fits or p.memory.kv_free else "yellow") if p.advice.verdict == "fits" else "red"
         color = "yellow" if p.advice.verdict == "served_at_lower_len" else color  # TRT-LLM, SGLang: a lower length
