@@ -151,9 +151,8 @@ def goodput(model: str, gpu: str, *, slo: str, target: float | None = None, axis
     """
     from kvledger.analyses.serving import sim_cache
     from kvledger.analyses.serving.sim_boundary import normalize_axis
-    from kvledger.ledgers.slo import parse_slo
-
     from kvledger.cli.session_flags import SessionFlags
+    from kvledger.ledgers.slo import parse_slo
 
     values = {k: v for k, v in locals().items() if k in _SIM_PARAMS and k not in ("seeds", "cache")}
     with in_python_terms("goodput", _GOODPUT_PARAMS), sim_cache.using(cache):
