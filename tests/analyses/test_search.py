@@ -219,12 +219,12 @@ def test_ranking_margin_says_when_the_runner_up_is_inside_the_capacity_band():
                 "sizing": {"rental_usd_per_month": usd}}
 
     # $1,100 vs $1,000: the runner-up is 10% dearer, inside the uncalibrated roofline capacity band's wider side
-    # (error_bands.json throughput −9.41 … +22.34%, a t prediction interval over the nine deployments driven past
-    # saturation: capacity ×1/1.2234 = ×0.8174, 1 − 0.8174 = 18.3%)
+    # (error_bands.json throughput −9.39 … +22.32%, a t prediction interval over the nine deployments driven past
+    # saturation: capacity ×1/1.2232 = ×0.8176, 1 − 0.8176 = 18.2%)
     m = ranking_margin([e("a", 1000.0), e("b", 1100.0)], "roofline")
     assert m.runner_up == "b" and m.gap == pytest.approx(0.1) and m.could_flip
-    assert m.band == pytest.approx(1 - 1 / 1.22342748994698838)
-    assert not ranking_margin([e("a", 1000.0), e("b", 1250.0)], "roofline").could_flip  # 25% > 18.3%
+    assert m.band == pytest.approx(1 - 1 / 1.22316313967282397)
+    assert not ranking_margin([e("a", 1000.0), e("b", 1250.0)], "roofline").could_flip  # 25% > 18.2%
     assert ranking_margin([e("a", 1000.0)], "roofline") is None
 
 

@@ -8,8 +8,8 @@ The bands of regime uncalibrated/dense/vllm (src/kvledger/ledgers/data/error_ban
 simulated figure (low = 1/(1 + q90), high = 1/(1 + q10)):
   ttft_mean q10 -0.7114126846211342, q90 0.13928204280475986 (31 points, 13 deployments) → ×1/1.139282 =
     ×0.877746 … ×1/0.288587 = ×3.465156
-  tpot_mean q10 -0.06095062311583155, q90 0.11751341474272681 (31 points, 13 deployments) → ×1/1.117513 =
-    ×0.894844 … ×1/0.939049 = ×1.064907
+  tpot_mean q10 -0.0634675885640601, q90 0.11751341474272681 (31 points, 13 deployments) → ×1/1.117513 =
+    ×0.894844 … ×1/0.936532 = ×1.067769
 """
 
 from __future__ import annotations
@@ -72,9 +72,9 @@ def test_a_run_at_its_knee_keeps_its_tpot_band_and_no_ttft_band():
     assert b.ttft_mean is None and b.latency_note is None
     assert b.ttft_note == knee_note(_validation(KNEE))
     assert b.ttft_note.startswith("at or past its knee (the simulated run's waits for a first token grew through it)")
-    # TPOT 19 ms × 1/(1 + 0.117513) = ×0.894844 = 17.002 ms … × 1/(1 − 0.060951) = ×1.064907 = 20.233 ms
+    # TPOT 19 ms × 1/(1 + 0.117513) = ×0.894844 = 17.002 ms … × 1/(1 − 0.063468) = ×1.067769 = 20.288 ms
     # (error_bands.json, uncalibrated/dense/vllm TPOT q90 and q10)
-    assert (b.tpot_mean.low, b.tpot_mean.high) == pytest.approx((0.0170020, 0.0202332), abs=1e-7)
+    assert (b.tpot_mean.low, b.tpot_mean.high) == pytest.approx((0.0170020, 0.0202876), abs=1e-7)
     assert b.saturation_throughput is None  # below saturation: the throughput is the offered load, as without a knee
     # the same run below its knee: TTFT 0.79 s × 1/(1 + 0.139282) = ×0.877746 … × 1/(1 − 0.711413) = ×3.465156
     below = run_bands(_validation(None), None)
@@ -97,9 +97,9 @@ def test_the_single_run_view_shows_no_ttft_band_for_a_run_at_its_knee():
     text = _text(replace(run, error_bands=run_bands(run, None)))
     assert "│ TTFT mean │ 500.0 ms │ 790.0 ms │ +58.0% ↗ │ — │" in text
     assert "693.4" not in text  # the band around 0.79 s (× 0.877746 = 693.4 ms …), not shown
-    # TPOT 19 ms × 0.894844 = 17.0 ms … × 1.064907 = 20.2 ms; the measured 20.0 ms lies inside (its error −5.0% is
-    # between q10 −6.1% and q90 +11.8%): marked inside
-    assert "│ TPOT mean │ 20.0 ms │ 19.0 ms │ -5.0% │ 17.0–20.2 ms ✓ │" in text
+    # TPOT 19 ms × 0.894844 = 17.0 ms … × 1.067769 = 20.3 ms; the measured 20.0 ms lies inside (its error −5.0% is
+    # between q10 −6.3% and q90 +11.8%): marked inside
+    assert "│ TPOT mean │ 20.0 ms │ 19.0 ms │ -5.0% │ 17.0–20.3 ms ✓ │" in text
     assert "no TTFT mean band: at or past its knee (the simulated run's waits for a first token grew" in text
     below = _validation(None)  # the control: the same run below its knee prints its band, 790 ms × 0.877746 …
     assert "│ TTFT mean │ 500.0 ms │ 790.0 ms │ +58.0% │ 693.4–2,737.5 ms ✗ │" in \
@@ -112,19 +112,19 @@ def _stage(rate: float) -> SimpleNamespace:
 
 def test_a_sweep_stage_at_its_knee_has_no_ttft_band():
     # 2 req/s below its knee: TTFT 200 ms × 0.877746 = 175.5 ms … × 3.465156 = 693.0 ms; 4 req/s at its knee: TTFT
-    # 790 ms (no band); both TPOT 19 ms × 0.894844 … × 1.064907 → 17.0–20.2 ms, the measured 20.0 ms inside it
+    # 790 ms (no band); both TPOT 19 ms × 0.894844 … × 1.067769 → 17.0–20.3 ms, the measured 20.0 ms inside it
     runs = [_validation(None, 0.2, rate=2.0), _validation(KNEE, rate=4.0)]
     b = sweep_bands(runs, [_stage(2.0), _stage(4.0)], 3.98)
     assert b.ttft_mean[1] is None and b.ttft_notes == [None, knee_note(runs[1])] and b.stage_notes == [None, None]
     assert (b.ttft_mean[0].low, b.ttft_mean[0].high) == pytest.approx((0.1755492, 0.6930312), abs=1e-7)
-    assert (b.tpot_mean[1].low, b.tpot_mean[1].high) == pytest.approx((0.0170020, 0.0202332), abs=1e-7)
+    assert (b.tpot_mean[1].low, b.tpot_mean[1].high) == pytest.approx((0.0170020, 0.0202876), abs=1e-7)
     side = SweepSide(None, 2.5, [0.5, 0.5], 4.0)
     text = _text(SweepValidation([2.0, 4.0], side, side, "rule", runs, [], b))
-    # 500 ms inside 175.5–693.0 ms, 20.0 ms inside 17.0–20.2 ms: each marked ✓
+    # 500 ms inside 175.5–693.0 ms, 20.0 ms inside 17.0–20.3 ms: each marked ✓
     # each measured mean beside the simulated one (pred.): TTFT 200 and 790 ms, TPOT 19 ms
-    assert ("│ 2.000 │ 500.0 ms │ 200.0 ms │ -60.0% │ 175.5–693.0 ms ✓ │ 20.0 ms │ 19.0 ms │ -5.0% │ 17.0–20.2 ms ✓ │"
+    assert ("│ 2.000 │ 500.0 ms │ 200.0 ms │ -60.0% │ 175.5–693.0 ms ✓ │ 20.0 ms │ 19.0 ms │ -5.0% │ 17.0–20.3 ms ✓ │"
             in text)
-    assert "│ 4.000 │ 500.0 ms │ 790.0 ms │ +58.0% ↗ │ — │ 20.0 ms │ 19.0 ms │ -5.0% │ 17.0–20.2 ms ✓ │" in text
+    assert "│ 4.000 │ 500.0 ms │ 790.0 ms │ +58.0% ↗ │ — │ 20.0 ms │ 19.0 ms │ -5.0% │ 17.0–20.3 ms ✓ │" in text
     assert "693.4" not in text  # the 4 req/s stage's TTFT band (0.79 s × 0.877746 …), withheld
     assert "no TTFT band at 4.000 req/s: at or past its knee (the simulated run's waits" in text
     d = json.loads(json.dumps(b.to_dict()))

@@ -35,7 +35,7 @@ def test_a_tpot_bound_verdict_flips_inside_the_capacity_band_shown():
     ends = dec["band_ends"]
     assert [e["sizing_req_per_s"] for e in ends] == pytest.approx([cap["low"], cap["high"]])
     assert (band["capacity_low_req_per_s"], band["capacity_high_req_per_s"]) == pytest.approx((cap["low"], cap["high"]))
-    # one replica, $7,300, at the capacity found; two, $14,600, at the low end (9.977 req/s × 0.8 < 8.295 req/s)
+    # one replica, $7,300, at the capacity found; two, $14,600, at the low end (9.844 req/s × 0.8 < 8.295 req/s)
     assert (dec["replicas"], dec["self_host_usd_per_month"], dec["verdict"]) == (1, 7300.0, "self-host")
     assert [(e["replicas"], e["self_host_usd_per_month"], e["verdict"]) for e in ends] == [
         (2, 14600.0, "API"), (1, 7300.0, "self-host")]

@@ -31,19 +31,21 @@ def test_search_goodput_and_cost_give_one_capacity_band():
     for band in (cost, mine):
         assert (band["value"], band["low"], band["high"], band["text"]) == (gp["value"], gp["low"], gp["high"],
                                                                            gp["text"])
-    # the ranking's band: the same req/s, multipliers ÷ the capacity 13.375 (×0.746–×1.296), not the throughput's
+    # the ranking's band: the same req/s, multipliers ÷ the capacity 13.375 (×0.736–×1.296), not the throughput's
     assert (ranked["low"], ranked["high"]) == (gp["low"], gp["high"])
     assert (ranked["low_multiplier"], ranked["high_multiplier"]) == pytest.approx(
         (gp["low"] / 13.375, gp["high"] / 13.375))
-    thr = error_band(gp["regime"], "throughput")  # ×0.817–×1.104, the band the search used before
+    thr = error_band(gp["regime"], "throughput")  # ×0.818–×1.104, the band the search used before
     assert ranked["low_multiplier"] < thr.low - 0.05
-    # the winner line prints it as goodput and cost do: 9.977–17.33 req/s (the top is TPOT's line at its low
-    # multiplier under the axis ceiling, test_binding_band.py's rule; a probe's raw throughput capped it at 14.93)
+    # the winner line prints it as goodput and cost do: 9.844–17.33 req/s (the low end TPOT's line at k = 1/(1 + q10)
+    # = 1/(1 − 0.063468) = 1.067769: (1 + (8.98/1.067769 − 6.517) · 12.375/(8.98 − 6.517)) / 1.067769 = 9.844; the top
+    # is TPOT's line at its low multiplier under the axis ceiling, test_binding_band.py's rule; a probe's raw
+    # throughput capped it at 14.93)
     text = " ".join(run_cli("search", *MODEL, "--gpus", "H100", "--tp", "1", *SETUP, "--rate", "8.295",
                             "--gpu-usd-per-hour", "10").output.split())
-    assert "80% band 9.977–17.33 req/s" in gp["text"]
-    assert "SLO capacity 13.38 req/s per replica (12.04 good req/s there), 80% band 9.977–17.33 req/s" in text
-    # sized at the band's ends as cost redoes its decision there: 8.295 / (9.977 × 0.8) → 2 replicas, at 17.33 → 1
+    assert "80% band 9.844–17.33 req/s" in gp["text"]
+    assert "SLO capacity 13.38 req/s per replica (12.04 good req/s there), 80% band 9.844–17.33 req/s" in text
+    # sized at the band's ends as cost redoes its decision there: 8.295 / (9.844 × 0.8) → 2 replicas, at 17.33 → 1
     ends = e["sizing"]["at_band_low"], e["sizing"]["at_band_high"]
     assert [x["replicas"] for x in ends] == [2, 1]
     assert [x["sizing_req_per_s"] for x in ends] == pytest.approx([gp["low"], gp["high"]])

@@ -117,10 +117,11 @@ def test_answer_first_at_80_columns_and_a_low_confidence_winner_says_so():
     assert "low-confidence price row" in head and "memory rules not validated on amd_mi300x" in head
     # 60 requests per probe replay a sample unlike azure-conv (probe_sample): that caveat comes first in the winner
     # line, which then runs to 9 lines (one for "GPU rental only (the people line is in cost)", one for the capacity's
-    # 80% band, 65 × 0.817–1.104 = 53.13–71.75 req/s: the uncalibrated saturation throughput's); the launch command
-    # and the frontier follow it (two lines later: the winner line names the flip on its low-confidence RunPod row and
-    # the matmuls priced flat on MI300X against the H100's measured curve)
-    assert "SLO capacity 65 req/s per replica (65.00 good req/s there), 80% band 53.13–71.75 req/s" in head
+    # 80% band, 65 × 1/1.22316 – 65 × 1/0.90606 = 65 × 0.81755–1.10369 = 53.14–71.74 req/s: the uncalibrated
+    # saturation throughput's, 1/(1 + q90) … 1/(1 + q10)); the launch command and the frontier follow it (two lines
+    # later: the winner line names the flip on its low-confidence RunPod row and the matmuls priced flat on MI300X
+    # against the H100's measured curve)
+    assert "SLO capacity 65 req/s per replica (65.00 good req/s there), 80% band 53.14–71.74 req/s" in head
     assert "[rests on: capacity probes replay a sample unlike the trace" in head
     head16 = " ".join(" ".join(res.output.splitlines()[:16]).split())
     assert "vllm serve meta-llama/Llama-3.2-3B" in head16 and "cost frontier" in head16
