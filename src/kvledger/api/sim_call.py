@@ -63,7 +63,7 @@ def simulate(model: str, gpu: str, *, trace: str | None = None, prompt_lengths: 
     """
     from kvledger.analyses.serving import sim_cache
     from kvledger.analyses.serving.sim_ledgers import simulate_document, simulate_run
-    from kvledger.cli.simulate_run import SimPrepare, with_seed_spread
+    from kvledger.analyses.serving.sim_run import SimPrepare, with_seed_spread
 
     values = {k: v for k, v in locals().items() if k in _SIM_PARAMS}
     with in_python_terms("simulate", _SIM_PARAMS):

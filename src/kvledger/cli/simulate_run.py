@@ -12,7 +12,7 @@ from kvledger.cli.broken_pipe import will_end_with
 from kvledger.cli.flag_groups import EngineFlags, TierFlags, WorkloadFlags
 from kvledger.cli.session_flags import SessionFlags
 
-__all__ = ["OUT_FILES", "run_simulate", "SimPrepare", "with_seed_spread"]
+__all__ = ["OUT_FILES", "run_simulate", "simulate_inputs"]
 
 OUT_FILES = ("records.parquet", "steps.parquet", "trace.json", "summary.json")
 
@@ -25,8 +25,7 @@ def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: Sessio
     same simulation with seeds seed … seed+seeds−1 after the first and adds each figure's min–max over them
     (``analyses.serving.seed_spread``); the files and the reported figures stay the first seed's. ``dp``: the
     ``SimDataParallelFlags`` (vLLM's DP ranks of a MoE model in lock-step: analyses/serving/sim_dp.py)."""
-    from kvledger.cli.sim_opts import sim_request
-    from kvledger.cli.tier_opts import check_session_flags, check_tier_sizes, tier_settings, tiers_given, with_hicache
+    from kvledger.analyses.serving.sim_run import simulate_payload
 
     if chrome_trace and out is None:
         from kvledger.errors import InputError
@@ -35,29 +34,17 @@ def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: Sessio
     from kvledger.cli.outputs import refuse_lone_force
 
     refuse_lone_force(force, {"--out": out})
-    session_run = check_session_flags(sessions, workload)
-    args, synthetic = sim_request(model, gpu, workload, engine)
-    tier = tier_settings(tiers, engine_flag="--policy") if tiers_given(tiers) else None
-    args = with_hicache(_with_dp(args, dp, session_run, tier), tier)  # HiCache also sets the prefill-graph rule
-    check_tier_sizes(tier, args.gpu, args.tp)
+    args, prep, tier = simulate_inputs(model, gpu, workload, sessions, engine, tiers, dp)
     if out is not None:
         from kvledger.cli.outputs import paths_in, prepare_output_dir
 
         prepare_output_dir(out, OUT_FILES, force=force, inputs=[args.trace, args.step_cost, *paths_in(model, gpu,
                                                                                                    workload, engine)])
-    if session_run:
-        from kvledger.analyses.serving.sim_tiers import session_args
-
-        args, cap_source = session_args(args)  # offload's session default when --max-model-len is not given
-    else:
-        cap_source = None
-    prep = SimPrepare(synthetic, sessions if session_run else None, cap_source)
-    setup = prep(args)
     keep_times = record_token_times or out is not None
-    result, tier_report = _run_one(setup, args, tier, synthetic, record_steps=out is not None,
-                                   show_progress=not as_json, record_token_times=keep_times)
-    payload = with_seed_spread(_document(setup, result), args, seeds, prep, tier)
-    doc = payload.to_dict() if tier_report is None else {**payload.to_dict(), "kv_tiers": tier_report.to_dict()}
+    payload, result = simulate_payload(args, prep, tier, seeds, record_steps=out is not None,
+                                       record_token_times=keep_times,
+                                       plain=None if as_json else _with_progress(out is not None, keep_times))
+    doc = payload.to_dict()
     if out is not None:
         _write_outputs(out, result, doc, chrome_trace)
     none_finished = bool(payload.summary["num_requests"] and not payload.summary["num_finished"])
@@ -70,9 +57,36 @@ def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: Sessio
         if none_finished and (said := rejected_said(payload)):  # why it exits 1 (a note too)
             sys.stderr.write(f"warning: {said}\n")
     else:
-        _render(payload, out, gpu, tier_report, session_run, sessions)
+        _render(payload, out, gpu, prep.sessions)
     if none_finished:
         sys.exit(1)  # no request finished (every one rejected): an answer a script must not take as complete
+
+
+def simulate_inputs(model: str, gpu: str, workload: WorkloadFlags, sessions: SessionFlags, engine: EngineFlags,
+                    tiers: TierFlags, dp=None):
+    """(SimRequestArgs, the ``SimPrepare`` of the run, the host tier's ``TierSettings`` or None) from simulate's flag
+    groups, checked as the command checks them (``kvledger.simulate`` calls it with the same groups).
+
+    Raises:
+        InputError: session flags without ``--workload`` or with workload flags sessions ignore, unreadable or
+            too large tier sizes, a DP group the rest refuses; whatever ``sim_request`` refuses.
+    """
+    from kvledger.analyses.serving.sim_run import SessionDraw, SimPrepare
+    from kvledger.cli.sim_opts import sim_request
+    from kvledger.cli.tier_opts import check_session_flags, check_tier_sizes, tier_settings, tiers_given, with_hicache
+
+    session_run = check_session_flags(sessions, workload)
+    args, synthetic = sim_request(model, gpu, workload, engine)
+    tier = tier_settings(tiers, engine_flag="--policy") if tiers_given(tiers) else None
+    args = with_hicache(_with_dp(args, dp, session_run, tier), tier)  # HiCache also sets the prefill-graph rule
+    check_tier_sizes(tier, args.gpu, args.tp)
+    if not session_run:
+        return args, SimPrepare(synthetic, None, None), tier
+    from kvledger.analyses.serving.sim_tiers import session_args
+
+    args, cap_source = session_args(args)  # offload's session default when --max-model-len is not given
+    draw = SessionDraw(sessions.session_workload, sessions.sessions, sessions.session_rate)
+    return args, SimPrepare(synthetic, draw, cap_source), tier
 
 
 def _with_dp(args, dp, session_run: bool, tier):
@@ -83,71 +97,7 @@ def _with_dp(args, dp, session_run: bool, tier):
                    else None)
 
 
-class SimPrepare:
-    """The prepared simulation for one seed's arguments: a trace or synthetic run, or sessions."""
-
-    def __init__(self, synthetic, sessions: SessionFlags | None, cap_source) -> None:
-        self.synthetic, self.sessions, self.cap_source = synthetic, sessions, cap_source
-
-    def __call__(self, args):
-        if self.sessions is None:
-            from kvledger.analyses.serving.sim_ledgers import prepare_run
-
-            return prepare_run(args, self.synthetic)
-        from kvledger.analyses.serving.session_ramp import loop_note
-        from kvledger.analyses.serving.sim_tiers import DEFAULT_SESSION_RATE, DEFAULT_SESSIONS, prepare_sessions
-
-        n, rate = self.sessions.sessions, self.sessions.session_rate
-        rate = DEFAULT_SESSION_RATE if rate is None else rate
-        setup = prepare_sessions(args, self.sessions.session_workload, DEFAULT_SESSIONS if n is None else n, rate,
-                                 self.cap_source)
-        setup.notes += loop_note(setup.workload.sessions, rate, setup.replicas)
-        return setup
-
-
-def _run_one(setup, args, tier, synthetic, *, record_steps: bool, show_progress: bool, record_token_times: bool):
-    """(the simulator's result, the host-tier report or None) of one prepared run (``synthetic``: its drawn
-    workload's spec, completing a tier run's metadata as ``_run`` does)."""
-    if tier is None:
-        return _run(setup, args, record_steps=record_steps, show_progress=show_progress,
-                    record_token_times=record_token_times), None
-    from kvledger.analyses.serving.sim_ledgers import finish_run
-    from kvledger.analyses.serving.sim_tiers import run_with_tier
-
-    result, tier_report = run_with_tier(setup, tier, record_steps=record_steps, record_token_times=record_token_times)
-    return finish_run(setup, args, result, synthetic).result, tier_report
-
-
-def _document(setup, result):
-    from kvledger.analyses.serving.sim_ledgers import simulate_document
-
-    return simulate_document(setup, result)
-
-
-def with_seed_spread(payload, args, seeds: int, prep: SimPrepare, tier):
-    """``payload`` with the spread of its figures over ``seeds`` seeds (unchanged for one): each further seed is the
-    same run with only ``seed`` changed, prepared and simulated here in seed order (no step log, no token times); the
-    command's and ``kvledger.simulate(seeds=N)``'s."""
-    if seeds == 1:
-        return payload
-    import dataclasses
-
-    from kvledger.analyses.serving.seed_spread import SEED_FREE_NOTE, seed_list, seed_used, summary_spread
-
-    def run_seed(seed: int) -> dict:
-        a = dataclasses.replace(args, seed=seed)
-        result, _ = _run_one(prep(a), a, tier, prep.synthetic, record_steps=False, show_progress=False,
-                             record_token_times=False)
-        return result.summary.to_dict()
-
-    used = seed_used(args, prep.synthetic, prep.sessions is not None)
-    spread = summary_spread(payload.summary, seed_list(args.seed, seeds), run_seed if used else None,
-                            kept_up=payload.kept_up, sessions=prep.sessions is not None)
-    note = SEED_FREE_NOTE if spread.seed_free else spread.note
-    return dataclasses.replace(payload, seed_spread=spread, notes=payload.notes + ([note] if note else []))
-
-
-def _render(payload, out: Path | None, gpu: str, tier_report, session_run: bool, sessions: SessionFlags) -> None:
+def _render(payload, out: Path | None, gpu: str, sessions) -> None:
     from rich.console import Console
 
     from kvledger.report.simulate_view import render_summary
@@ -156,31 +106,35 @@ def _render(payload, out: Path | None, gpu: str, tier_report, session_run: bool,
     from kvledger.report.tables import print_gpu_alias_note
 
     print_gpu_alias_note(Console(emoji=False), gpu)
-    if tier_report is not None:
+    if payload.kv_tiers is not None:
         from kvledger.report.sim_tiers_view import render_sim_tiers
 
-        render_sim_tiers(tier_report, Console(emoji=False), sessions=session_run,
-                         workload=sessions.session_workload if session_run else "")
+        render_sim_tiers(payload.kv_tiers, Console(emoji=False), sessions=sessions is not None,
+                         workload=sessions.kind if sessions is not None else "")
 
 
-def _run(setup, args, record_steps: bool, show_progress: bool, record_token_times: bool):
-    """The simulator's result; its records carry the GPU count, offered rate and max_num_seqs (for `kvledger cost`)."""
+def _with_progress(record_steps: bool, record_token_times: bool):
+    """The plain run with a progress bar on a terminal for 5,000 requests or more (``sim_run.PlainRun``); its records
+    carry the GPU count, offered rate and max_num_seqs (for `kvledger cost`)."""
     from kvledger.analyses.serving.sim_ledgers import run_prepared
 
-    if not show_progress or setup.num_requests < 5000:  # no bar: rich is not imported (--json)
-        return run_prepared(setup, args, record_steps=record_steps, record_token_times=record_token_times).result
-    from rich.console import Console
+    def run(setup, args):
+        if setup.num_requests < 5000:  # no bar: rich is not imported
+            return run_prepared(setup, args, record_steps=record_steps, record_token_times=record_token_times).result
+        from rich.console import Console
 
-    console = Console(stderr=True)  # a bar on a terminal only: elsewhere rich leaves a blank line on stdout
-    if not console.is_terminal:
-        return run_prepared(setup, args, record_steps=record_steps, record_token_times=record_token_times).result
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+        console = Console(stderr=True)  # a bar on a terminal only: elsewhere rich leaves a blank line on stdout
+        if not console.is_terminal:
+            return run_prepared(setup, args, record_steps=record_steps, record_token_times=record_token_times).result
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} requests"),
-                  TimeElapsedColumn(), transient=True, console=console) as bar:
-        task = bar.add_task("sim", total=setup.num_requests)
-        return run_prepared(setup, args, record_steps=record_steps, record_token_times=record_token_times,
-                            progress=lambda done, total: bar.update(task, completed=done, total=total)).result
+        with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} requests"),
+                      TimeElapsedColumn(), transient=True, console=console) as bar:
+            task = bar.add_task("sim", total=setup.num_requests)
+            return run_prepared(setup, args, record_steps=record_steps, record_token_times=record_token_times,
+                                progress=lambda done, total: bar.update(task, completed=done, total=total)).result
+
+    return run
 
 
 def _write_outputs(out: Path, result, doc: dict, chrome_trace: bool) -> None:  # doc: the --json document

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kvledger.analyses.serving.sim_tier_report import HbmTierRow, HostTierRow, StorageTierRow, TierRow
 from kvledger.report.kv_tiers_view import render_kv_tiers
 from kvledger.report.tables import table
 from kvledger.report.tier_verdict import tier_verdict_line
 
 if TYPE_CHECKING:
-    from kvledger.analyses.serving.sim_tiers import SimTierReport
+    from kvledger.analyses.serving.sim_tier_report import SimTierReport
 
 __all__ = ["render_sim_tiers", "session_shape_line"]
 
@@ -30,27 +31,28 @@ def session_shape_line(w: dict) -> str:
 BW = "load bandwidth (host: bytes loaded ÷ run time; disk, remote: read rate)"
 
 
-def _rows(r: dict) -> list[tuple[str, str]]:
+def _rows(r: TierRow) -> list[tuple[str, str]]:
     """(figure, cell) of one tier; HBM loads nothing, so its load figures read "—"."""
-    out = [("hit rate (share of prompt tokens)", f"{r['hit_rate']:.3f}"), ("tokens hit", f"{r['hit_tokens']:,}")]
-    if r["tier"] == "hbm":
+    out = [("hit rate (share of prompt tokens)", f"{r.hit_rate:.3f}"), ("tokens hit", f"{r.hit_tokens:,}")]
+    if isinstance(r, HbmTierRow):
         return out + [(name, "—") for name in ("tokens loaded (served + unserved)", "bytes loaded (served + unserved)",
                                                "load time (Σ, served + unserved)", BW,
                                                "occupancy (peak / capacity)", "stored / evicted")]
-    if r["tier"] in ("nvme", "remote"):  # the level's read bandwidth (a setting), its capacity; no occupancy record
-        bw = f"reads at {r['read_bytes_per_s'] / 1e9:,.2f} GB/s"
-        held = f"— / {r['capacity_units']:,} {r['unit_name']}s × {r['unit_tokens']:,} tokens"
+    if isinstance(r, StorageTierRow):  # the level's read bandwidth (a setting), its capacity; no occupancy record
+        bw = f"reads at {r.read_bytes_per_s / 1e9:,.2f} GB/s"
+        held = f"— / {r.capacity_units:,} {r.unit_name}s × {r.unit_tokens:,} tokens"
     else:
-        bw = f"{r['load_bandwidth_bytes_per_s'] / 1e9:,.2f} GB/s"
-        held = f"{r['peak_units']:,} / {r['capacity_units']:,} {r['unit_name']}s × {r['unit_tokens']:,} tokens"
-    unserved = r.get("unserved_tokens", 0)  # loads evicted before admission and recomputed (load_hold.py)
-    return out + [("tokens loaded (served + unserved)", f"{r['loaded_tokens']:,}"
-                   + (f" ({r['hit_tokens']:,} + {unserved:,})" if unserved else "")),
-                  ("bytes loaded (served + unserved)", f"{r['loaded_bytes'] / 2**30:,.2f} GiB"),
-                  ("load time (Σ, served + unserved)", f"{r['load_s']:.3f} s"),
+        assert isinstance(r, HostTierRow)
+        bw = f"{r.load_bandwidth_bytes_per_s / 1e9:,.2f} GB/s"
+        held = f"{r.peak_units:,} / {r.capacity_units:,} {r.unit_name}s × {r.unit_tokens:,} tokens"
+    unserved = r.unserved_tokens or 0  # loads evicted before admission and recomputed (load_hold.py)
+    return out + [("tokens loaded (served + unserved)", f"{r.loaded_tokens:,}"
+                   + (f" ({r.hit_tokens:,} + {unserved:,})" if unserved else "")),
+                  ("bytes loaded (served + unserved)", f"{r.loaded_bytes / 2**30:,.2f} GiB"),
+                  ("load time (Σ, served + unserved)", f"{r.load_s:.3f} s"),
                   (BW, bw),
                   ("occupancy (peak / capacity)", held),
-                  ("stored / evicted", f"{r['stored_units']:,} / {r['evicted_units']:,} {r['unit_name']}s")]
+                  ("stored / evicted", f"{r.stored_units:,} / {r.evicted_units:,} {r.unit_name}s")]
 
 
 def render_sim_tiers(rep: SimTierReport, console, sessions: bool = True, workload: str = "") -> None:
@@ -59,7 +61,7 @@ def render_sim_tiers(rep: SimTierReport, console, sessions: bool = True, workloa
     console.print(f"[bold]Host KV tier[/] — {rep.engine} {rep.engine_version} rules: {rep.rule}")
     render_kv_tiers(rep.plan, console)
     t = table(f"Prefix hits and loads per tier ({rep.prompt_tokens:,} prompt tokens at first admission; "
-              "kvledger.dynamics.offload_sim)", "figure", *(r["tier"] for r in rep.per_tier))
+              "kvledger.dynamics.offload_sim)", "figure", *(r.tier for r in rep.per_tier))
     cols = [_rows(r) for r in rep.per_tier]
     for i, (name, _) in enumerate(cols[0]):
         t.add_row(name, *(c[i][1] for c in cols))
@@ -67,9 +69,9 @@ def render_sim_tiers(rep: SimTierReport, console, sessions: bool = True, workloa
     a, b = rep.ttft_s_with_tier, rep.ttft_s_without_tier
     t = table("TTFT with and without the host tier (the same run simulated twice)", "figure", "with the tier",
               "without")
-    t.add_row("prefix hit rate, HBM", f"{rep.per_tier[0]['hit_rate']:.3f}", f"{rep.hbm_hit_rate_without_tier:.3f}")
-    for q in ("mean", "p50", "p90", "p99"):
-        t.add_row(f"TTFT {q}", f"{a[q] * 1e3:,.1f} ms", f"{b[q] * 1e3:,.1f} ms")
+    t.add_row("prefix hit rate, HBM", f"{rep.per_tier[0].hit_rate:.3f}", f"{rep.hbm_hit_rate_without_tier:.3f}")
+    for q, x, y in (("mean", a.mean, b.mean), ("p50", a.p50, b.p50), ("p90", a.p90, b.p90), ("p99", a.p99, b.p99)):
+        t.add_row(f"TTFT {q}", f"{x * 1e3:,.1f} ms", f"{y * 1e3:,.1f} ms")
     console.print(t)
     if rep.rules:
         console.print("Host-tier rules: " + "; ".join(f"{k} {v.get('value', '')} ({v['source']})".replace("  ", " ")

@@ -17,6 +17,8 @@ from kvledger.strict_json import finite_rate, to_strict
 
 if TYPE_CHECKING:
     from kvledger.analyses.serving.prediction_bands import PredictionBand
+    from kvledger.analyses.serving.session_report import SessionReport
+    from kvledger.analyses.serving.sim_tier_report import SimTierReport
 
 __all__ = ["SimDocument", "PlanFigures", "SimProvenance",  # noqa: F822 - these two: __getattr__
            "SIMULATOR", "simulator_description", "workload_text", "load_text", "shared_prefix_text",
@@ -87,11 +89,16 @@ class SimDocument:
         seed_spread: with ``--seeds N`` (N > 1), each figure's min–max over the seeds
             (``seed_spread.SeedSpread``; its JSON ``{"ttft_s.mean": {"min", "max", "n_seeds"}, …}``); None (null)
             for one seed.
+        kv_tiers: with a host KV tier, its report (``sim_tier_report.SimTierReport``: hits, loads and bytes per
+            tier, TTFT with and without it); None (left out of the JSON) without one.
+        sessions (a property): the multi-turn sessions drawn (``session_report.SessionReport``, read from
+            ``workload["sessions"]``); None for a trace or synthetic requests.
     """
 
     __json__ = ("summary", "replicas", "router", "data_parallel", "engine", ("workload", "workload_json"), "step_cost",
                 "client_latency", "overload", "too_short", "at_knee", "preemptions", "batch", "error_bands",
-                "band_coverage", "notes", "seed_spread")
+                "band_coverage", "notes", "seed_spread", "kv_tiers")
+    __json_optional__ = ("kv_tiers",)
     summary: dict[str, Any]
     replicas: int
     router: str | None
@@ -112,6 +119,7 @@ class SimDocument:
     data_parallel: dict[str, Any] | None = None
     """Requests held at once (``sim_batch.batch_occupancy``): running and waiting, time-weighted mean and max; None
     (null in the JSON: the key is always there) when every request was rejected."""
+    kv_tiers: SimTierReport | None = None  # with a host KV tier (sim_tiers.run_with_tier); left out of the JSON else
 
     @property
     def kept_up(self) -> bool:
@@ -120,6 +128,15 @@ class SimDocument:
         through the arrivals: ``at_knee``)."""
         return str(self.workload.get("mode", "")).startswith(("open loop", PACED_MODE)) and not \
             self.overload and not self.too_short
+
+    @property
+    def sessions(self) -> SessionReport | None:
+        """The synthetic sessions the run drew (``--workload``; the JSON's ``workload.sessions``), None for a trace
+        or synthetic requests."""
+        from kvledger.analyses.serving.session_report import SessionReport
+
+        got = self.workload.get("sessions")
+        return None if got is None else SessionReport.from_json(got)
 
     @property
     def band_coverage(self) -> dict[str, Any]:

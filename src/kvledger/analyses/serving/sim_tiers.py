@@ -9,7 +9,7 @@ token from the plan, read and write bandwidth over the host link.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from typing import Any
 
 import numpy as np
@@ -29,14 +29,15 @@ from kvledger.analyses.judgments.offload import (
 from kvledger.analyses.serving import session_notes as SN
 from kvledger.analyses.serving.from_plan import refuses_max_model_len
 from kvledger.analyses.serving.plan_pricing import priced_by_run
+from kvledger.analyses.serving.session_report import SessionReport
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, plan_engine, prepare
+from kvledger.analyses.serving.sim_tier_report import SimHostTier, SimTierReport, tier_rows
 from kvledger.dynamics.engine.offload import HostTier
-from kvledger.dynamics.offload_sim import TierStats, simulate_offload
+from kvledger.dynamics.offload_sim import simulate_offload
 from kvledger.dynamics.simulator import SimResult
 from kvledger.dynamics.workload.reuse import reusable_prefix_tokens
 from kvledger.dynamics.workload.sessions import SessionLoop, synthesize_sessions
 from kvledger.errors import DoesNotFitError, InputError
-from kvledger.jsonable import to_jsonable
 
 __all__ = ["SimTierReport", "host_tier_for", "run_with_tier", "prepare_sessions", "SESSION_SEGMENT_TOKENS",
            "DEFAULT_SESSIONS", "DEFAULT_SESSION_RATE", "session_args"]
@@ -57,53 +58,6 @@ _RULES = {
     "sglang": "SGLang HiCache: {policy} backup of radix-tree segments; the host-resident continuation of the device "
               "prefix loaded back at admission (not under 10 tokens), the step taking max(compute, load)",
 }
-
-
-@dataclass(frozen=True)
-class SimTierReport:
-    """The host tier of one ``simulate`` run and what it did; ``to_dict`` is the ``kv_tiers`` block of ``--json``.
-
-    Attributes:
-        engine / engine_version: whose rules sized and ran the tier. rule: the simulated rule, in words.
-        plan: the tiers per GPU and their break-even prefix lengths (``plan --json``'s ``kv_tiers``).
-        host_tier: the simulated host tier: capacity_units (per replica), unit_tokens, unit_name (block, chunk or
-            segment: what capacity_units and the per-tier units count), bytes_per_token (B),
-            read_bytes_per_s / write_bytes_per_s (B/s), write_policy, chunk_tokens, load_in_step (LMCache's loads in
-            the step that schedules the request: vLLM before 0.33.0).
-        per_tier: one row per tier: hit_rate (share of prompt tokens at first admission), hit_tokens (served),
-            loaded_tokens / loaded_bytes (B) / load_s (Σ, s): every load, served or not; unserved_tokens (only when >
-            0): loaded tokens evicted before their request's admission and recomputed (load_hold.py; HiCache: prefetched
-            and not loaded back), so loaded_tokens = hit_tokens + unserved_tokens; load_bandwidth_bytes_per_s (loaded
-            bytes ÷ run duration), capacity,
-            peak and stored/evicted units (host only), and the rules' counters (stores_skipped, write_back_tokens,
-            write_back_s) when they are on.
-        ttft_s_with_tier / ttft_s_without_tier: the run's TTFT statistics, s, and the same run without the tier.
-        hbm_hit_rate_without_tier: HBM's hit rate without the tier. occupancy_units: (arrival s, host units held).
-        judgment: whether the tier adds hits, and why not (``analyses.judgments.offload_verdict.tier_judgment``: the
-            workload's reusable prefix tokens, the run's overload).
-        rules: the host tier's opt-in rules in the run, with their sources (``sim_rules``; None: none on). A disk
-            tier (``--kv-tier-nvme``) adds an ``nvme`` row to ``per_tier`` (its read bandwidth, no occupancy).
-    """
-
-    __json_optional__ = ("rules",)
-
-    engine: str
-    engine_version: str
-    rule: str
-    plan: TierPlan
-    host_tier: dict[str, Any]
-    per_tier: list[dict[str, Any]]
-    prompt_tokens: int
-    ttft_s_with_tier: dict[str, float]
-    ttft_s_without_tier: dict[str, float]
-    hbm_hit_rate_without_tier: float
-    judgment: dict[str, Any]
-    occupancy_units: tuple[tuple[float, int], ...] = field(default_factory=tuple)
-    rules: dict[str, Any] | None = None
-    source: str = "kvledger.dynamics.offload_sim.simulate_offload (the run with the tier and the same run without it)"
-
-    def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(self)
 
 
 def _segment_tokens(workload: Any) -> int:
@@ -157,29 +111,6 @@ def _rule(engine: str, tiers: TierSettings, host: HostTier) -> str:
     return _RULES["vllm"]
 
 
-def _per_tier(s: TierStats, unit_tokens: int, unit_name: str) -> list[dict[str, Any]]:
-    hbm = {"tier": "hbm", "hit_rate": s.hbm_hit_rate, "hit_tokens": s.hbm_hit_tokens, "loaded_tokens": 0,
-           "loaded_bytes": 0.0, "load_s": 0.0, "load_bandwidth_bytes_per_s": 0.0}
-    host = {"tier": "host_dram", "hit_rate": s.host_hit_rate, "hit_tokens": s.host_hit_tokens,
-            "loaded_tokens": s.host_hit_tokens + (s.host_unserved_tokens or 0), "loaded_bytes": s.loaded_bytes,
-            "load_s": s.host_load_s,
-            "load_bandwidth_bytes_per_s": s.load_bandwidth_bytes_per_s, "unit_tokens": unit_tokens,
-            "unit_name": unit_name,
-            "capacity_units": s.host_capacity_units, "peak_units": s.peak_host_units,
-            "stored_units": s.stored_units, "evicted_units": s.evicted_units}
-    host.update({k: v for k, v in (("stores_skipped", s.stores_skipped), ("write_back_tokens", s.write_back_tokens),
-                                   ("write_back_s", s.write_back_s), ("unserved_tokens", s.host_unserved_tokens))
-                 if v is not None})
-    return [hbm, host] + [{"tier": name, "hit_rate": d.hit_rate, "hit_tokens": d.hit_tokens,
-                           "loaded_tokens": d.hit_tokens + (d.unserved_tokens or 0), "loaded_bytes": d.loaded_bytes,
-                           "load_s": d.load_s, "read_bytes_per_s": d.read_bytes_per_s, "unit_tokens": unit_tokens,
-                           "unit_name": unit_name,
-                           "capacity_units": d.capacity_units, "stored_units": d.stored_units,
-                           "evicted_units": d.evicted_units,
-                           **({"unserved_tokens": d.unserved_tokens} if d.unserved_tokens else {})}
-                          for name, d in (("nvme", s.disk), ("remote", s.remote)) if d is not None]
-
-
 def run_with_tier(setup: SimSetup, tiers: TierSettings, *, record_steps: bool = False,
                   record_token_times: bool = True) -> tuple[SimResult, SimTierReport]:
     """Run ``setup`` with the host tier ``tiers`` give and once without it (``simulate_offload``); the result with
@@ -195,13 +126,14 @@ def run_with_tier(setup: SimSetup, tiers: TierSettings, *, record_steps: bool = 
     s = run.tiers
     engine = setup.plan.settings.engine
     name = host_unit_name(setup.config.prefix_caching_policy == "sglang", host.chunk_tokens)
-    host_info = {**asdict(host), "unit_tokens": unit, "unit_name": name, "replicas": setup.replicas}
-    ttft_with, ttft_without = asdict(run.with_offload.summary.ttft_s), asdict(run.without_offload.summary.ttft_s)
+    with_s, without_s = run.with_offload.summary.ttft_s, run.without_offload.summary.ttft_s
+    ttft_with, ttft_without = asdict(with_s), asdict(without_s)
     judged = tier_judgment(s, ttft_with, ttft_without, reusable_tokens=reusable_prefix_tokens(setup.workload),
                            overload=_overload(setup, run.with_offload.records), host_unit=(name, unit))
-    rep = SimTierReport(engine, setup.plan.memory.engine_version, _rule(engine, tiers, host), tp, host_info,
-                        _per_tier(s, unit, name), s.prompt_tokens, ttft_with, ttft_without,
-                        run.without_offload.summary.prefix_cache_hit_rate, judged, s.occupancy, rules=sim_rules(host))
+    rep = SimTierReport(engine, setup.plan.memory.engine_version, _rule(engine, tiers, host), tp,
+                        SimHostTier.of(host, unit, name, setup.replicas), tier_rows(s, unit, name), s.prompt_tokens,
+                        with_s, without_s, run.without_offload.summary.prefix_cache_hit_rate, judged, s.occupancy,
+                        rules=sim_rules(host))
     return run.with_offload, rep
 
 
@@ -246,10 +178,8 @@ def prepare_sessions(args: SimRequestArgs, kind: str, num_sessions: int, session
             "mode": (f"sessions: {len(sessions):,} closed loops, each turn sent its think time after the previous "
                      f"one finished; session starts Poisson at {session_rate:g}/s drawn with seed {args.seed}; "
                      f"context cap {plan.memory.max_model_len:,} tokens ({cap_source})"),
-            "sessions": {"kind": kind, "num_sessions": len(sessions), "session_rate_per_s": session_rate,
-                         "segment_tokens": SESSION_SEGMENT_TOKENS, "shape": asdict(shape),
-                         "context_cap_tokens": plan.memory.max_model_len, "context_cap_source": cap_source,
-                         "source": "kvledger.dynamics.workload.sessions, SessionShape preset"}}
+            "sessions": SessionReport(kind, len(sessions), session_rate, SESSION_SEGMENT_TOKENS, shape,
+                                      plan.memory.max_model_len, cap_source).to_dict()}
     try:
         setup = prepare(args, workload=(loop, len(specs), info))
     except InputError as err:  # the engine refuses a cap the user did not set: say whose it is
