@@ -20,7 +20,8 @@ __version__ = "0.1.0"
 _LAZY = {"RequestRecord": "kvledger.records", "RunMetadata": "kvledger.records", "RunRecords": "kvledger.records",
          "plan": "kvledger.api", "simulate": "kvledger.api", "goodput": "kvledger.api", "PlanResult": "kvledger.api",
          "GoodputResult": "kvledger.api", "cost": "kvledger.api", "CostResult": "kvledger.api",
-         "search": "kvledger.api", "SimDocument": "kvledger.api"}
+         "search": "kvledger.api", "SimDocument": "kvledger.api", "SessionReport": "kvledger.api",
+         "SimTierReport": "kvledger.api"}
 
 
 def __getattr__(name: str):
@@ -45,6 +46,8 @@ __all__ = [
     "search",
     "simulate",
     "SimDocument",
+    "SessionReport",
+    "SimTierReport",
     "FormatError",
     "InputError",
     "KvLedgerError",

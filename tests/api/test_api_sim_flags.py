@@ -28,14 +28,14 @@ OUTPUTS = {"--json", "--out", "--force", "--chrome-trace", "--record-token-times
 # (refused): the API takes vLLM's names, as kvledger.cost and kvledger.plan do
 SGLANG = {"--tp-size", "--context-length", "--max-running-requests", "--chunked-prefill-size", "--page-size",
           "--ep-size", "--enable-ep-moe"}
-# not yet API parameters of kvledger.simulate: the session loop (--workload, --sessions, --session-rate; goodput takes
-# them) and the host KV tier flags, whose reports (kv_tiers, the session ramp) no API result carries yet; each named,
-# so a new flag fails this test
+# the session loop (--workload, --sessions, --session-rate) and the host KV tier flags: kvledger.simulate takes both
+# groups (its result's .sessions and .kv_tiers carry their reports); kvledger.goodput takes the session loop, not yet
+# the tier flags (each named, so a new flag fails this test)
 SESSIONS = {"--workload", "--sessions", "--session-rate"}
-NOT_YET = SESSIONS | {"--kv-offloading-size", "--kv-offloading-backend",
-           "--enable-hierarchical-cache", "--hicache-ratio", "--hicache-size", "--hicache-write-policy",
-           "--kv-tier-nvme", "--nvme-read-bandwidth", "--kv-tier-remote", "--network-bandwidth", "--store-threshold",
-           "--eviction-policy", "--hicache-storage-prefetch-policy"}
+TIERS = {"--kv-offloading-size", "--kv-offloading-backend", "--enable-hierarchical-cache", "--hicache-ratio",
+         "--hicache-size", "--hicache-write-policy", "--kv-tier-nvme", "--nvme-read-bandwidth", "--kv-tier-remote",
+         "--network-bandwidth", "--store-threshold", "--eviction-policy", "--hicache-storage-prefetch-policy"}
+GOODPUT_NOT_YET = frozenset(TIERS)
 
 
 def _flags(command: str) -> set[str]:
@@ -48,7 +48,7 @@ def _flags(command: str) -> set[str]:
             if p.name not in ("install_completion", "show_completion")}
 
 
-def _params(flags: set[str], not_yet: set[str] = NOT_YET) -> set[str]:
+def _params(flags: set[str], not_yet: frozenset[str] = frozenset()) -> set[str]:
     return {f.lstrip("-").replace("-", "_") for f in flags - OUTPUTS - SGLANG - not_yet}
 
 
@@ -61,8 +61,7 @@ def test_goodput_takes_every_flag_of_the_command_s_simulate():
     # --simulate MODEL is model; FILEs and --format read measured runs, not a simulation
     flags = _flags("goodput") - {"files", "--format", "--simulate"}
     # goodput's session loop is API parameters too (its result is goodput's document either way)
-    assert set(inspect.signature(kvledger.goodput).parameters) == _params(flags, NOT_YET - SESSIONS) | {"model",
-                                                                                                      "cache"}
+    assert set(inspect.signature(kvledger.goodput).parameters) == _params(flags, GOODPUT_NOT_YET) | {"model", "cache"}
 
 
 def _cli(*argv: str) -> dict:

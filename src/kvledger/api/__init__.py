@@ -6,6 +6,7 @@ from kvledger.api.calls import plan
 from kvledger.api.cost_call import cost
 from kvledger.api.results import CostResult, GoodputResult, PlanResult
 from kvledger.api.search_call import search
-from kvledger.api.sim_call import SimDocument, goodput, simulate
+from kvledger.api.sim_call import SessionReport, SimDocument, SimTierReport, goodput, simulate
 
-__all__ = ["plan", "simulate", "goodput", "cost", "search", "PlanResult", "GoodputResult", "CostResult", "SimDocument"]
+__all__ = ["plan", "simulate", "goodput", "cost", "search", "PlanResult", "GoodputResult", "CostResult", "SimDocument",
+           "SessionReport", "SimTierReport"]

@@ -10,11 +10,13 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from kvledger.analyses.serving.session_report import SessionReport
 from kvledger.analyses.serving.sim_document import SimDocument
+from kvledger.analyses.serving.sim_tier_report import SimTierReport
 from kvledger.api.results import GoodputResult, check_ranges, goodput_document, in_python_terms
 from kvledger.argtypes import checked
 
-__all__ = ["simulate", "goodput", "SimDocument"]
+__all__ = ["simulate", "goodput", "SimDocument", "SessionReport", "SimTierReport"]
 
 
 @checked
@@ -41,43 +43,78 @@ def simulate(model: str, gpu: str, *, trace: str | None = None, prompt_lengths: 
              allreduce_link_share: float | None = None, inter_node_link: str | None = None,
              gpu_profile: str | None = None, gemm_efficiency: str | None = None, data_parallel_size: int | None = None,
              all2all_backend: str | None = None, enable_dp_attention: bool = False, pp: int | None = None,
-             seeds: int = 1, cache: bool = False) -> SimDocument:
-    """Serve a trace (``trace``, default azure-conv) or a synthetic workload (``prompt_lengths`` and
-    ``output_lengths``, e.g. "fixed:512", with ``rate`` and ``num_requests``) on the simulated engine, as ``kvledger
-    simulate`` does; every setting left None is the command's default (``data_parallel_size`` with
-    ``enable_expert_parallel``: vLLM's DP ranks of a MoE model in lock-step). ``seeds`` (1 to 64): as ``--seeds``, the
-    same run with seeds ``seed``, ``seed`` + 1, … and each figure's min–max over them under ``seed_spread``; the
-    figures stay the first seed's.
+             workload: str | None = None, sessions: int | None = None, session_rate: float | None = None,
+             kv_offloading_size: float | str | None = None, kv_offloading_backend: str | None = None,
+             enable_hierarchical_cache: bool | None = None, hicache_ratio: float | None = None,
+             hicache_size: int | None = None, hicache_write_policy: str | None = None,
+             kv_tier_nvme: float | str | None = None, nvme_read_bandwidth: float | None = None,
+             kv_tier_remote: float | str | None = None, network_bandwidth: float | None = None,
+             store_threshold: int | None = None, eviction_policy: str | None = None,
+             hicache_storage_prefetch_policy: str | None = None, seeds: int = 1, cache: bool = False) -> SimDocument:
+    """Serve a trace (``trace``, default azure-conv), a synthetic workload (``prompt_lengths`` and ``output_lengths``,
+    e.g. "fixed:512", with ``rate`` and ``num_requests``) or multi-turn sessions (``workload`` "chat" or "agent",
+    ``sessions``, ``session_rate``) on the simulated engine, as ``kvledger simulate`` does; every setting left None is
+    the command's default (``data_parallel_size`` with ``enable_expert_parallel``: vLLM's DP ranks of a MoE model in
+    lock-step). The host KV tier parameters (``kv_offloading_size`` in GiB, as a number or "256GiB", and the rest)
+    are the command's tier flags: the run with the tier and once without it. ``seeds`` (1 to 64): as ``--seeds``,
+    each figure's min–max over seeds ``seed``, ``seed`` + 1, … under ``seed_spread``; the figures stay the first's.
 
-    ``cache``: read and keep the run in the on-disk store (``$KVLEDGER_CACHE_DIR``, else ``~/.cache/kvledger``,
-    folder ``sims/``), whatever ``KVLEDGER_NO_CACHE`` says; False (the default, as the command) neither reads nor
-    writes it. The simulator turns the garbage collector off for the run, process-wide (``dynamics.simulator``).
+    ``cache``: read and keep a trace or synthetic run (not sessions, not a host tier: those run each time, as the
+    command's) in the on-disk store (``$KVLEDGER_CACHE_DIR``, else ``~/.cache/kvledger``, folder ``sims/``), whatever
+    ``KVLEDGER_NO_CACHE`` says; False (the default, as the command) neither reads nor writes it. The simulator turns
+    the garbage collector off for the run, process-wide (``dynamics.simulator``).
 
     Returns:
         SimDocument, the simulate document: ``.summary`` (TTFT/TPOT/ITL/E2E percentiles, throughput, KV usage,
-        preemptions), ``.notes`` and ``.to_dict()``, equal to ``kvledger simulate … --json``.
+        preemptions), ``.notes``, ``.sessions`` (``SessionReport``: the sessions drawn), ``.kv_tiers``
+        (``SimTierReport``: hits, loads and bytes per tier) and ``.to_dict()``, equal to ``kvledger simulate … --json``.
 
     Raises:
         InputError, UnknownNameError, FormatError: a wrong type, an unknown name, a bad trace or setting;
         DoesNotFitError: the memory plan does not fit (the command's exit 3).
     """
-    from kvledger.analyses.serving import sim_cache
-    from kvledger.analyses.serving.sim_ledgers import simulate_document, simulate_run
-    from kvledger.analyses.serving.sim_run import SimPrepare, with_seed_spread
-
     values = {k: v for k, v in locals().items() if k in _SIM_PARAMS}
     with in_python_terms("simulate", _SIM_PARAMS):
-        check_ranges("simulate", values)
-        args, synthetic = _sim_request(model, gpu, values)
-        with sim_cache.using(cache):
-            sim = simulate_run(args, synthetic, record_token_times=False)
-        doc = simulate_document(sim.setup, sim.result)
-        return with_seed_spread(doc, args, seeds, SimPrepare(synthetic, None, None), None)
+        check_ranges("simulate", {k: v for k, v in values.items() if k != "cache"})
+        return _simulate(model, gpu, values, seeds, cache)
+
+
+def _simulate(model: str, gpu: str, values: dict[str, Any], seeds: int, cache: bool) -> SimDocument:
+    """``simulate``'s run of its checked ``values``: a trace or synthetic run through the on-disk store
+    (``sim_ledgers.simulate_run``), sessions or a host tier as the command runs them (``sim_run.simulate_payload``)."""
+    from kvledger.analyses.serving import sim_cache
+    from kvledger.analyses.serving.sim_ledgers import simulate_document, simulate_run
+    from kvledger.analyses.serving.sim_run import simulate_payload, with_seed_spread
+    from kvledger.cli.simulate_run import simulate_inputs
+
+    workload, engine, dp, sessions, tiers = _groups(values)
+    args, prep, tier = simulate_inputs(model, gpu, workload, sessions, engine, tiers, dp)
+    if prep.sessions is not None or tier is not None:
+        return simulate_payload(args, prep, tier, seeds)[0]
+    with sim_cache.using(cache):
+        sim = simulate_run(args, prep.synthetic, record_token_times=False)
+    return with_seed_spread(simulate_document(sim.setup, sim.result), args, seeds, prep, None)
 
 
 _SIM_PARAMS = frozenset(inspect.signature(simulate).parameters)
-_RENAME = {"enable_prefix_caching": "prefix_caching", "enable_chunked_prefill": "chunked_prefill"}
-"""The API's names (vLLM's flags) of ``EngineFlags``'s fields named otherwise."""
+_RENAME = {"enable_prefix_caching": "prefix_caching", "enable_chunked_prefill": "chunked_prefill",
+           "workload": "session_workload"}
+"""The API's names (vLLM's flags; ``workload``: ``--workload``) of the flag groups' fields named otherwise."""
+#: parameters the command reads as text (a token count such as "32K", a size such as "256GiB"): a number is its text
+_AS_TEXT = ("max_model_len", "max_num_batched_tokens", "kv_offloading_size", "kv_tier_nvme", "kv_tier_remote")
+
+
+def _groups(values: dict[str, Any]) -> tuple[Any, ...]:
+    """The command's flag groups (workload, engine, DP, sessions, host tiers) filled from the call's ``values``."""
+    import dataclasses
+
+    from kvledger.cli.dp_flags import SimDataParallelFlags
+    from kvledger.cli.flag_groups import EngineFlags, TierFlags, WorkloadFlags
+    from kvledger.cli.session_flags import SessionFlags
+
+    v = {_RENAME.get(k, k): (str(x) if k in _AS_TEXT and x is not None else x) for k, x in values.items()}
+    return tuple(cls(**{f.name: v[f.name] for f in dataclasses.fields(cls) if f.name in v})
+                 for cls in (WorkloadFlags, EngineFlags, SimDataParallelFlags, SessionFlags, TierFlags))
 
 
 def _sim_request(model: str, gpu: str, values: dict[str, Any], num_requests_default: int | None = None,
@@ -85,16 +122,10 @@ def _sim_request(model: str, gpu: str, values: dict[str, Any], num_requests_defa
     """(SimRequestArgs, the workload spec) through the command's own ``sim_request`` (its defaults and checks), the DP
     group checked and applied as the command applies it (``dp_flags.with_dp``); with ``sessions`` (``SessionFlags``)
     through goodput's ``goodput_request`` (``search``: its target and axis)."""
-    import dataclasses
-
-    from kvledger.cli.dp_flags import SimDataParallelFlags, with_dp
-    from kvledger.cli.flag_groups import EngineFlags, WorkloadFlags
+    from kvledger.cli.dp_flags import with_dp
     from kvledger.cli.sim_opts import sim_request
 
-    v = {_RENAME.get(k, k): (str(x) if k in ("max_model_len", "max_num_batched_tokens") and x is not None else x)
-         for k, x in values.items()}
-    workload, engine, dp = [cls(**{f.name: v[f.name] for f in dataclasses.fields(cls) if f.name in v})
-                            for cls in (WorkloadFlags, EngineFlags, SimDataParallelFlags)]
+    workload, engine, dp, _, _ = _groups(values)
     if sessions is None:
         args, synthetic = sim_request(model, gpu, workload, engine, num_requests_default=num_requests_default)
     else:
