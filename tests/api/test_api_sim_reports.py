@@ -105,3 +105,19 @@ def test_bad_session_and_tier_arguments_are_the_command_s_errors_in_parameter_na
     with pytest.raises(InputError) as err:
         kvledger.simulate(L8, "H100", num_requests=5, **kwargs)
     assert str(err.value) == _in_python_terms(str(res.exception))
+
+
+def test_goodput_with_a_host_tier_is_the_command_s_run_and_carries_the_same_tier_report(tmp_path):
+    trace = _trace(tmp_path)
+    kw = dict(trace=trace, num_gpu_blocks_override=67, max_model_len=1056, kv_offloading_size=1)
+    g = kvledger.goodput(L8, "H100", slo="ttft=1s", cache=False, **kw)
+    cli = _cli("goodput", "--simulate", L8, "--gpu", "H100", "--slo", "ttft=1s", "--trace", trace,
+               "--num-gpu-blocks-override", "67", "--max-model-len", "1056", "--kv-offloading-size", "1")
+    assert _plain(g.to_dict()) == cli and _plain(g.kv_tiers.to_dict()) == cli["kv_tiers"]
+    # the run simulate runs: the worked case above, C's 1,024 prompt tokens loaded from the host
+    assert g.kv_tiers.to_dict() == kvledger.simulate(L8, "H100", **kw).kv_tiers.to_dict()
+    assert g.kv_tiers.tier("host_dram").hit_tokens == 1024
+    assert kvledger.goodput(L8, "H100", slo="ttft=1s", num_requests=5, cache=False).kv_tiers is None
+    with pytest.raises(InputError, match=r"^kvledger\.goodput: target searches the SLO boundary without a host KV "
+                                         r"tier .*drop target to measure"):
+        kvledger.goodput(L8, "H100", slo="ttft=1s", target=0.9, cache=False, **kw)

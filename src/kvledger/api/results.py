@@ -8,10 +8,13 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvledger.errors import KvLedgerError
 from kvledger.strict_json import to_strict
+
+if TYPE_CHECKING:
+    from kvledger.analyses.serving.sim_tier_report import SimTierReport
 
 __all__ = ["PlanResult", "GoodputResult", "CostResult", "goodput_document", "in_python_terms", "check_ranges"]
 
@@ -50,6 +53,8 @@ class GoodputResult:
 
     document: dict[str, Any] = field(repr=False)
     result: Any = field(default=None, repr=False)  # the ledger's GoodputResult (one run) or the search (``target``)
+    #: with a host KV tier: its report (``sim_tier_report.SimTierReport``, the document's ``kv_tiers``); None without
+    kv_tiers: SimTierReport | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return to_strict(self.document)  # a fresh copy, as --json writes it

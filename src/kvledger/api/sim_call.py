@@ -118,12 +118,14 @@ def _groups(values: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def _sim_request(model: str, gpu: str, values: dict[str, Any], num_requests_default: int | None = None,
-                 sessions: Any = None, search: tuple[float | None, str] = (None, "rate")) -> Any:
+                 sessions: Any = None, search: tuple[float | None, str] = (None, "rate"), tier: Any = None) -> Any:
     """(SimRequestArgs, the workload spec) through the command's own ``sim_request`` (its defaults and checks), the DP
     group checked and applied as the command applies it (``dp_flags.with_dp``); with ``sessions`` (``SessionFlags``)
-    through goodput's ``goodput_request`` (``search``: its target and axis)."""
+    through goodput's ``goodput_request`` (``search``: its target and axis); with a host tier (``TierSettings``),
+    SGLang's HiCache rule applied (``tier_opts.with_hicache``), as goodput's command applies it."""
     from kvledger.cli.dp_flags import with_dp
     from kvledger.cli.sim_opts import sim_request
+    from kvledger.cli.tier_opts import with_hicache
 
     workload, engine, dp, _, _ = _groups(values)
     if sessions is None:
@@ -132,7 +134,7 @@ def _sim_request(model: str, gpu: str, values: dict[str, Any], num_requests_defa
         from kvledger.cli.goodput_sessions import goodput_request
 
         args, synthetic = goodput_request(model, gpu, (workload, engine, sessions), *search, num_requests_default)
-    return with_dp(args, dp), synthetic
+    return with_hicache(with_dp(args, dp, None if tier is None else "the host KV tier flags"), tier), synthetic
 
 
 @checked
@@ -162,56 +164,72 @@ def goodput(model: str, gpu: str, *, slo: str, target: float | None = None, axis
             gpu_profile: str | None = None, gemm_efficiency: str | None = None, data_parallel_size: int | None = None,
             all2all_backend: str | None = None, enable_dp_attention: bool = False, pp: int | None = None,
             workload: str | None = None, sessions: int | None = None, session_rate: float | None = None,
-            cache: bool = True) -> GoodputResult:
+            kv_offloading_size: float | str | None = None, kv_offloading_backend: str | None = None,
+            enable_hierarchical_cache: bool | None = None, hicache_ratio: float | None = None,
+            hicache_size: int | None = None, hicache_write_policy: str | None = None,
+            kv_tier_nvme: float | str | None = None, nvme_read_bandwidth: float | None = None,
+            kv_tier_remote: float | str | None = None, network_bandwidth: float | None = None,
+            store_threshold: int | None = None, eviction_policy: str | None = None,
+            hicache_storage_prefetch_policy: str | None = None, cache: bool = True) -> GoodputResult:
     """Goodput of a simulated run under ``slo`` ("ttft=200ms,tpot=50ms"), as ``kvledger goodput --simulate MODEL
     --gpu GPU --slo SLO`` measures it; with ``target`` (e.g. 0.9) the SLO boundary on ``axis`` ("rate",
     "concurrency" or "max_num_seqs"), one simulation per probe, searched between ``lo`` and ``hi`` to ``tol`` and
     once per seed for ``seeds`` > 1, as ``--lo``, ``--hi``, ``--tol`` and ``--seeds``. The workload and engine
     settings are ``simulate``'s, by the same names; left None, the command's default. ``workload`` ("chat" or
     "agent"), ``sessions`` and ``session_rate`` are ``--workload``, ``--sessions`` and ``--session-rate``: multi-turn
-    sessions instead of a trace, as the command draws them.
+    sessions instead of a trace, as the command draws them; the host KV tier parameters are ``simulate``'s (one run,
+    no ``target``, as the command).
 
     ``cache``: read and keep each simulation in the on-disk store (``$KVLEDGER_CACHE_DIR``, else
     ``~/.cache/kvledger``), as the command does unless ``KVLEDGER_NO_CACHE`` is set; False neither reads nor writes it.
 
     Returns:
-        GoodputResult: ``.to_dict()`` equal to ``kvledger goodput --simulate … --json``; ``.result`` the ledger's.
+        GoodputResult: ``.to_dict()`` equal to ``kvledger goodput --simulate … --json``; ``.result`` the ledger's;
+        ``.kv_tiers`` the host tier's ``SimTierReport`` (None without one).
 
     Raises:
         InputError, UnknownNameError: a wrong type, an unknown name, a bad SLO or setting; DoesNotFitError.
     """
     from kvledger.analyses.serving import sim_cache
-    from kvledger.analyses.serving.sim_boundary import normalize_axis
-    from kvledger.cli.session_flags import SessionFlags
-    from kvledger.ledgers.slo import parse_slo
 
     values = {k: v for k, v in locals().items() if k in _SIM_PARAMS and k not in ("seeds", "cache")}
     with in_python_terms("goodput", _GOODPUT_PARAMS), sim_cache.using(cache):
-        check_ranges("goodput", {**values, "target": target, "lo": lo, "hi": hi, "tol": tol, "seeds": seeds,
-                                 "sessions": sessions, "session_rate": session_rate})
-        the_slo = parse_slo(slo)
-        normalize_axis(axis)  # a misspelt axis is an error with or without target, as the command's --axis
-        return _goodput_run(model, gpu, values, the_slo, (target, axis, lo, hi, tol, seeds),
-                            SessionFlags(workload, sessions, session_rate))
+        check_ranges("goodput", {**values, "target": target, "lo": lo, "hi": hi, "tol": tol, "seeds": seeds})
+        return _goodput_run(model, gpu, values, slo, (target, axis, lo, hi, tol, seeds))
 
 
-def _goodput_run(model: str, gpu: str, values: dict[str, Any], the_slo: Any, search: tuple,
-                 sessions: Any) -> GoodputResult:
+def _goodput_run(model: str, gpu: str, values: dict[str, Any], slo: str, search: tuple) -> GoodputResult:
     """One simulated run's goodput, or with a target the boundary search (``search``: target, axis, lo, hi, tol,
-    seeds), as ``goodput_cmd``'s ``--simulate`` runs them; ``sessions`` the session group (``SessionFlags``)."""
-    from kvledger.analyses.serving.sim_boundary import PROBE_NUM_REQUESTS
-    from kvledger.analyses.serving.sim_goodput import simulated_goodput, simulated_goodput_search
+    seeds), as ``goodput_cmd``'s ``--simulate`` runs them."""
+    from kvledger.analyses.serving.sim_boundary import PROBE_NUM_REQUESTS, normalize_axis
+    from kvledger.analyses.serving.sim_goodput import (
+        simulated_goodput,
+        simulated_goodput_search,
+        simulated_goodput_with_tier,
+    )
+    from kvledger.cli.tier_opts import check_tier_sizes, tier_settings, tiers_given
     from kvledger.errors import InputError
     from kvledger.jsonable import to_jsonable
+    from kvledger.ledgers.slo import parse_slo
 
     target, axis, lo, hi, tol, seeds = search
+    the_slo = parse_slo(slo)
+    normalize_axis(axis)  # a misspelt axis is an error with or without target, as the command's --axis
+    sessions, tiers = _groups(values)[3:]
+    tier = tier_settings(tiers, engine_flag="--policy") if tiers_given(tiers) else None
     if target is None:
         if seeds != 1:
             raise InputError("seeds repeats the SLO-capacity search per seed: add target (e.g. 0.9), or see one "
                              "run's figures over seeds with kvledger.simulate(seeds=N)")
-        args, synthetic = _sim_request(model, gpu, values, None, sessions, (None, axis))
-        run = simulated_goodput(args, the_slo, synthetic)
-        return GoodputResult(goodput_document([to_jsonable(x) for x in run.lines()]), run.result)
+        args, synthetic = _sim_request(model, gpu, values, None, sessions, (None, axis), tier)
+        check_tier_sizes(tier, args.gpu, args.tp)
+        run = (simulated_goodput(args, the_slo, synthetic) if tier is None else
+               simulated_goodput_with_tier(args, the_slo, tier, synthetic))
+        return GoodputResult(goodput_document([to_jsonable(x) for x in run.lines()]), run.result, run.tiers)
+    if tier is not None:  # the command's words (goodput_cmd._simulated), its flags read as parameters
+        raise InputError("--target searches the SLO boundary without a host KV tier (its probes do not run the tier's "
+                         "rules); drop --target to measure one run's goodput with the tier, or compare tiers at "
+                         "capacity with kvledger search --offload")
     args, synthetic = _sim_request(model, gpu, values, PROBE_NUM_REQUESTS, sessions, (target, axis))
     found = simulated_goodput_search(args, the_slo, target, axis, lo=lo, hi=hi, tol=tol, synthetic=synthetic,
                                      seeds=seeds)
