@@ -21,7 +21,7 @@ _LAZY = {"RequestRecord": "kvledger.records", "RunMetadata": "kvledger.records",
          "plan": "kvledger.api", "simulate": "kvledger.api", "goodput": "kvledger.api", "PlanResult": "kvledger.api",
          "GoodputResult": "kvledger.api", "cost": "kvledger.api", "CostResult": "kvledger.api",
          "search": "kvledger.api", "SimDocument": "kvledger.api", "SessionReport": "kvledger.api",
-         "SimTierReport": "kvledger.api"}
+         "SimTierReport": "kvledger.api", "SearchDocument": "kvledger.api", "OffloadVariant": "kvledger.api"}
 
 
 def __getattr__(name: str):
@@ -48,6 +48,8 @@ __all__ = [
     "SimDocument",
     "SessionReport",
     "SimTierReport",
+    "SearchDocument",
+    "OffloadVariant",
     "FormatError",
     "InputError",
     "KvLedgerError",

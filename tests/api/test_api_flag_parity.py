@@ -51,7 +51,7 @@ def test_goodput_takes_the_long_prefill_threshold_and_names_a_bad_one():
 
 
 def test_search_carries_all2all_and_the_interval_into_its_spec(monkeypatch):
-    import kvledger.cli.search_run as search_run
+    import kvledger.analyses.search.search_run as search_run  # the run path the command and the call share
 
     seen = {}
 

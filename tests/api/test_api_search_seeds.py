@@ -29,7 +29,7 @@ def test_search_returns_the_commands_json():
     d = kvledger.search(L8, slo="ttft=500ms,tpot=50ms", gpus=["H100"], tp=[1], rate=10, num_requests=200)
     rc, cli = _cli("search", L8, "--gpu", "H100", "--tp", "1", "--slo", "ttft=500ms,tpot=50ms", "--rate", "10",
                    "--num-requests", "200")
-    assert rc == 0 and _plain(d) == cli
+    assert rc == 0 and _plain(d.to_dict()) == cli
     assert d["winner"]["id"] == "nvidia_h100_sxm:tp1:kv-auto" and d["no_winner_reason"] is None
     # one replica of one H100 at RunPod's $2.69/GPU-h (the cheapest on-demand row) × 730 h = $1,963.70 a month
     assert d["candidates"][0]["sizing"]["rental_usd_per_month"] == pytest.approx(1963.70)
@@ -77,12 +77,12 @@ def test_simulate_seeds_as_the_command():
 
 def test_every_public_call_says_what_it_returns():
     import typing
-    from typing import Any
 
     returns = {name: typing.get_type_hints(getattr(kvledger, name))["return"]
                for name in ("plan", "simulate", "goodput", "cost", "search")}
     assert returns == {"plan": kvledger.PlanResult, "simulate": kvledger.SimDocument,
-                       "goodput": kvledger.GoodputResult, "cost": kvledger.CostResult, "search": dict[str, Any]}
+                       "goodput": kvledger.GoodputResult, "cost": kvledger.CostResult,
+                       "search": kvledger.SearchDocument}
 
 
 def test_search_with_a_winner_and_a_failed_candidate_raises_as_the_command_exits_1(monkeypatch):

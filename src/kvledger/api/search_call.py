@@ -10,76 +10,91 @@ from collections.abc import Sequence
 from typing import Any
 
 from kvledger.api.results import check_ranges, in_python_terms
+from kvledger.api.search_result import SearchDocument
 from kvledger.argtypes import checked
 
-__all__ = ["search"]
+__all__ = ["search", "SearchDocument"]
 
 
 @checked
 def search(model: str, *, slo: str, target: float = 0.9, gpus: Sequence[str] | None = None,
-           tp: Sequence[int] | None = None, kv_cache_dtype: Sequence[str] | None = None,
-           max_num_seqs: Sequence[int] | None = None, max_num_batched_tokens: Sequence[int | str] | None = None,
-           prefix_caching: Sequence[bool] | None = None, rate: float | None = None,
+           gpu: Sequence[str] | None = None, tp: Sequence[int] | None = None,
+           kv_cache_dtype: Sequence[str] | None = None, max_num_seqs: Sequence[int] | None = None,
+           max_num_batched_tokens: Sequence[int | str] | None = None, prefix_caching: Sequence[bool] | None = None,
+           disagg: bool = False, disagg_splits: Sequence[str] = ("1:1", "1:2", "2:1"), rate: float | None = None,
            monthly_tokens: float | str | None = None, monthly_input_tokens: float | str | None = None,
            monthly_output_tokens: float | str | None = None, peak_to_mean: float = 1.0, api: str | None = None,
            trace: str | None = None, prompt_lengths: str | None = None, output_lengths: str | None = None,
            arrival_cv: float | None = None, num_requests: int = 2000, seed: int = 0,
-           shared_prefix_tokens: int | None = None, max_model_len: int | str | None = None,
+           shared_prefix_tokens: int | None = None, workload: str | None = None, sessions: int | None = None,
+           session_rate: float | None = None, max_model_len: int | str | None = None,
            gpu_memory_utilization: float | None = None, quantization: str | None = None,
-           engine_version: str | None = None, step_cost: str = "roofline", cpu_overhead: str | None = None,
+           engine_version: str | None = None, enable_expert_parallel: bool | None = None, wddm: bool | None = None,
+           step_cost: str = "roofline", mamba_ssm_cache_dtype: str | None = None, cpu_overhead: str | None = None,
            gpu_profile: str | None = None, gemm_efficiency: str | None = None, client_latency: str | None = None,
+           allreduce_link_share: float | None = None, inter_node_link: str | None = None,
            gpu_provider: str | None = None, gpu_usd_per_hour: float | str | None = None,
            utilization: float | None = None, max_utilization: float = 0.8, batch_share: float = 0.0,
            cache_hit_rate: float = 0.0, cache_write_rate: float = 0.0, data_parallel_size: Sequence[int] | None = None,
-           all2all_backend: str | None = None, prefix_cache_retention_interval: int | None = None,
-           exhaustive: bool = False, seeds: int = 1, workers: int | None = None, cache: bool = True) -> dict[str, Any]:
-    """Plan, simulate and price every candidate (the product of ``gpus``, ``tp``, ``kv_cache_dtype``,
-    ``max_num_seqs``, ``max_num_batched_tokens``, ``prefix_caching`` and, for a MoE model, ``data_parallel_size``;
-    None: the command's default axis) against ``slo`` at ``target``, as ``kvledger search MODEL --slo SLO`` does;
-    ``rate`` or a monthly volume sizes replicas and bills, ``api`` adds an API's bill; ``all2all_backend`` (the DP
-    candidates') and ``prefix_cache_retention_interval`` (vLLM ≥ 0.23) as the flags, refused before any candidate.
-    ``cache``: read and keep each simulation in the on-disk store, as ``kvledger.goodput``'s ``cache``.
+           enable_dp_attention: bool = False, all2all_backend: str | None = None,
+           prefix_cache_retention_interval: int | None = None, offload: Sequence[str] | None = None,
+           host_memory_usd_per_gib_month: float | None = None, nvme_usd_per_gib_month: float | None = None,
+           exhaustive: bool = False, seeds: int = 1, workers: int | None = None, ray_address: str | None = None,
+           backend: str = "auto", cache: bool = True) -> SearchDocument:
+    """Plan, simulate and price every candidate (the product of ``gpus``/``gpu``, ``tp``, ``kv_cache_dtype``,
+    ``max_num_seqs``, ``max_num_batched_tokens``, ``prefix_caching``, ``enable_expert_parallel`` and, for a MoE model,
+    ``data_parallel_size``; ``disagg``: also prefill/decode units of ``disagg_splits``, "P:D"; None: the command's
+    default axis) against ``slo`` at ``target``, as ``kvledger search MODEL --slo SLO``. The workload is a trace, a
+    synthetic one or ``workload`` "chat"/"agent" sessions (``sessions``, ``session_rate``); ``rate``, a monthly
+    volume or ``session_rate`` sizes replicas and bills; ``api`` adds an API's bill; ``offload`` (["none",
+    "cpu:256GiB"]) adds KV tier variants, priced at ``host_memory_usd_per_gib_month`` / ``nvme_usd_per_gib_month``
+    (USD per GiB-month; None: tier_prices.csv's). Each parameter is the flag of that name; ``cache``: read and keep
+    each simulation in the on-disk store, as ``kvledger.goodput``'s.
 
     Returns:
-        The command's ``--json`` document where the command exits 0: ``ranking``, ``winner``, ``cost_frontier``,
-        ``candidates``, ``api``, …
+        SearchDocument: ``.to_dict()`` (and its keys, ``["winner"]``) the command's ``--json`` where it exits 0;
+        ``.offload`` the tier variants (``OffloadVariant``), ``.sessions`` the session workload, ``.result``.
 
     Raises:
         InputError, UnknownNameError: a wrong type, an unknown name, a bad SLO or setting, or every candidate refused
             as an invalid setting (the command's exit 2);
-        NoAnswerError: no candidate meets the SLO (``winner`` None, ``no_winner_reason`` says why) or a candidate
-            could not be evaluated (the command's exit 1, as ``kvledger.cost`` raises it for its exit 1); ``.payload``
-            is the document the command prints. A failed candidate raises even where the others have a winner: the
-            ranking has a hole where the failed one may have been cheaper, so it is not returned as the answer (a
-            script reading the command's exit status is stopped the same way); ``.payload["failed_candidates"]``
-            names them (each entry's ``detail`` says why) and ``.payload["winner"]`` is the winner among the rest;
-        DoesNotFitError: no candidate can start, one or more rejected for memory, the others refused by the engine
-            release on their GPU (the command's exit 3).
-        EngineRefusalError: no candidate can start, every one refused by the engine release on its GPU (exit 3).
+        NoAnswerError: no candidate meets the SLO or a candidate could not be evaluated (exit 1; ``.payload`` is the
+            document the command prints, its ``failed_candidates`` and the ``winner`` among the rest);
+        DoesNotFitError, EngineRefusalError: no candidate can start (exit 3).
     """
-    from kvledger.analyses.serving import sim_cache
-    from kvledger.cli.search_document import search_document
-    from kvledger.cli.search_flags import search_inputs, with_all2all
-    from kvledger.cli.search_run import check_gpus, run_candidates
-
     values = {k: v for k, v in locals().items() if k in _PARAMS}
-    with in_python_terms("search", _PARAMS), sim_cache.using(cache):
-        check_ranges("search", {k: v for k, v in values.items() if not isinstance(v, (list, tuple))})
+    return _search(values)
+
+
+def _search(values: dict[str, Any]) -> SearchDocument:
+    """The command's run of the call's ``values``: its inputs (``cli.search_flags.search_inputs``), its run path
+    (``analyses.search.search_run``) and its document (``report.search_document``)."""
+    from kvledger.analyses.search.search_run import check_gpus, run_candidates
+    from kvledger.analyses.serving import sim_cache
+    from kvledger.cli.search_flags import search_inputs, with_all2all
+    from kvledger.report.search_document import search_document
+
+    with in_python_terms("search", _PARAMS), sim_cache.using(values["cache"]):
+        check_ranges("search", {k: v for k, v in values.items() if not isinstance(v, (list, tuple)) and k != "cache"})
         w, sessions, e, p, vol, axes, run, dp = _groups(values)
-        spec, ax, load_notes = search_inputs(model, slo, target, w, sessions, e, p,
-                                             (rate, _count("monthly_tokens", monthly_tokens), vol), axes, api,
-                                             dp.data_parallel_size)
+        load = (values["rate"], _count("monthly_tokens", values["monthly_tokens"]), vol)
+        spec, ax, load_notes = search_inputs(values["model"], values["slo"], values["target"], w, sessions, e, p, load,
+                                             axes, values["api"], dp.data_parallel_size)
         spec = with_all2all(spec, dp.all2all_backend)  # the DP candidates' vLLM all2all backend, checked as the command
-        check_gpus(ax.gpus, e)
+        check_gpus(ax.gpus, e.gpu_profile, bool(e.wddm))
         result, variants = run_candidates(spec, ax, run)
-        result.notes[:0] = load_notes
-        return _answer(result, search_document(result, variants))
+        result.notes[:0] = load_notes  # how a session_rate became the req/s the sizing uses
+        doc = _answer(result, search_document(result, variants))
+    from kvledger.analyses.search.offload_report import OffloadVariant
+
+    tiers = None if variants is None else tuple(OffloadVariant.from_json(r) for r in doc["offload"])
+    return SearchDocument(doc, result, tiers)
 
 
 def _answer(result: Any, doc: dict[str, Any]) -> dict[str, Any]:
     """``doc`` where the command exits 0 with it; else the error whose exit status is the command's
     (``cli.search_status.answer_status``), saying what its stderr says."""
-    from kvledger.cli.search_status import answer_status
+    from kvledger.analyses.search.search_run import answer_status
     from kvledger.errors import DoesNotFitError, InputError, NoAnswerError
 
     status = answer_status(result)
@@ -123,36 +138,43 @@ def _count(name: str, v: float | str | None) -> float | None:
 
 def _groups(v: dict[str, Any]) -> tuple[Any, ...]:
     """The command's flag groups (workload, sessions, engine, pricing, volume, axes, run, DP) from the call's values."""
+    from kvledger.analyses.search.search_run import SearchRun
     from kvledger.cli.dp_flags import SearchDataParallelFlags
     from kvledger.cli.flag_groups import EngineFlags, WorkloadFlags
     from kvledger.cli.pricing_flags import PricingFlags
-    from kvledger.cli.search_flags import SearchAxesFlags, SearchRunFlags, SearchVolumeFlags
+    from kvledger.cli.search_flags import SearchAxesFlags, SearchVolumeFlags
     from kvledger.cli.session_flags import SessionFlags
 
-    mml = v["max_model_len"]
-    price = v["gpu_usd_per_hour"]
-    return (WorkloadFlags(trace=v["trace"], prompt_lengths=v["prompt_lengths"], output_lengths=v["output_lengths"],
-                          arrival_cv=v["arrival_cv"], num_requests=v["num_requests"], seed=v["seed"],
-                          shared_prefix_tokens=v["shared_prefix_tokens"]),
-            SessionFlags(),
-            EngineFlags(max_model_len=None if mml is None else str(mml),
-                        gpu_memory_utilization=v["gpu_memory_utilization"], quantization=v["quantization"],
-                        engine_version=v["engine_version"], step_cost=v["step_cost"], cpu_overhead=v["cpu_overhead"],
-                        gpu_profile=v["gpu_profile"], gemm_efficiency=v["gemm_efficiency"],
-                        client_latency=v["client_latency"],
-                        prefix_cache_retention_interval=v["prefix_cache_retention_interval"]),
-            PricingFlags(gpu_provider=v["gpu_provider"], gpu_usd_per_hour=None if price is None else str(price),
-                         utilization=v["utilization"], max_utilization=v["max_utilization"],
-                         batch_share=v["batch_share"], cache_hit_rate=v["cache_hit_rate"],
-                         cache_write_rate=v["cache_write_rate"]),
+    mml, price = v["max_model_len"], v["gpu_usd_per_hour"]
+    return (WorkloadFlags(**_of(WorkloadFlags, v)),
+            SessionFlags(session_workload=v["workload"], sessions=v["sessions"], session_rate=v["session_rate"]),
+            EngineFlags(**_of(EngineFlags, v), max_model_len=None if mml is None else str(mml)),
+            PricingFlags(**_of(PricingFlags, v), gpu_usd_per_hour=None if price is None else str(price)),
             SearchVolumeFlags(monthly_input_tokens=_count("monthly_input_tokens", v["monthly_input_tokens"]),
                               monthly_output_tokens=_count("monthly_output_tokens", v["monthly_output_tokens"]),
                               peak_to_mean=v["peak_to_mean"]),
-            SearchAxesFlags(gpus=_joined(v["gpus"]), tp=_joined(v["tp"]), kv_cache_dtype=_joined(v["kv_cache_dtype"]),
-                            max_num_seqs=_joined(v["max_num_seqs"]),
-                            max_num_batched_tokens=_joined(v["max_num_batched_tokens"]),
-                            prefix_caching=_joined(v["prefix_caching"])),
-            SearchRunFlags(api=v["api"], workers=v["workers"], exhaustive=v["exhaustive"], seeds=v["seeds"],
-                           as_json=True),
+            SearchAxesFlags(gpus=_joined(v["gpus"]), gpu=None if v["gpu"] is None else list(v["gpu"]),
+                            **{k: _joined(v[k]) for k in ("tp", "kv_cache_dtype", "max_num_seqs",
+                                                          "max_num_batched_tokens", "prefix_caching")},
+                            disagg=v["disagg"], disagg_splits=_joined(v["disagg_splits"])),
+            SearchRun(workers=v["workers"], backend=v["backend"], ray_address=v["ray_address"],
+                      exhaustive=v["exhaustive"], seeds=v["seeds"], offload=_joined(v["offload"]),
+                      host_memory_usd_per_gib_month=v["host_memory_usd_per_gib_month"],
+                      nvme_usd_per_gib_month=v["nvme_usd_per_gib_month"]),
             SearchDataParallelFlags(data_parallel_size=_joined(v["data_parallel_size"]),
-                                    all2all_backend=v["all2all_backend"]))
+                                    enable_dp_attention=v["enable_dp_attention"], all2all_backend=v["all2all_backend"]))
+
+
+#: the group fields a call's value fills as it is (max_model_len and gpu_usd_per_hour: as their text, in _groups)
+_AS_GIVEN = ("trace", "prompt_lengths", "output_lengths", "arrival_cv", "num_requests", "seed", "shared_prefix_tokens",
+             "gpu_memory_utilization", "quantization", "engine_version", "step_cost", "cpu_overhead", "gpu_profile",
+             "gemm_efficiency", "client_latency", "prefix_cache_retention_interval", "enable_expert_parallel", "wddm",
+             "mamba_ssm_cache_dtype", "allreduce_link_share", "inter_node_link", "gpu_provider", "utilization",
+             "max_utilization", "batch_share", "cache_hit_rate", "cache_write_rate")
+
+
+def _of(cls: type, v: dict[str, Any]) -> dict[str, Any]:
+    """The fields of group ``cls`` the call gives as they are."""
+    import dataclasses
+
+    return {f.name: v[f.name] for f in dataclasses.fields(cls) if f.name in _AS_GIVEN}

@@ -210,7 +210,7 @@ def _write(result: Any, variants: list | None, rank: int | None, r: SearchRunFla
     if rank is not None:
         show_ranked(result, rank, r.as_json)
     elif r.as_json:
-        from kvledger.cli.search_document import search_document
+        from kvledger.report.search_document import search_document
 
         typer.echo(strict_json.dumps(search_document(result, variants)))
     else:

@@ -1,18 +1,20 @@
-"""How ``kvledger search`` runs its candidates, for the command and for ``kvledger.search`` alike: the named GPUs
-checked before any work (``check_gpus``), then every candidate planned, simulated and priced under a progress bar on a
-terminal (none under --json or from the API), with --offload's tier variants and --seeds' per-seed check
-(``run_candidates``)."""
+"""How ``kvledger search`` runs its candidates: the run path of ``analyses/search/search_run.py`` (shared with
+``kvledger.search``) under a progress bar on a terminal, plain progress lines where stderr is not one, nothing under
+--json."""
 
 from __future__ import annotations
 
 import sys
 from typing import Any
 
+from kvledger.analyses.search.search_run import SearchRun
+from kvledger.analyses.search.search_run import check_gpus as _check_gpus
+from kvledger.analyses.search.search_run import run_candidates as _run_candidates
 from kvledger.cli.flag_groups import EngineFlags
 from kvledger.cli.search_flags import SearchRunFlags
 from kvledger.cli.search_status import PlainProgress, say_failure
 
-__all__ = ["check_gpus", "run_candidates"]
+__all__ = ["check_gpus", "run_candidates", "search_run_of"]
 
 
 def _progress_bar(as_json: bool) -> Any:
@@ -24,41 +26,22 @@ def _progress_bar(as_json: bool) -> Any:
                     disable=as_json or not sys.stderr.isatty())  # on a terminal, never under --json
 
 
-def _check_wddm_gpus(gpus: tuple[str, ...], wddm: bool) -> None:
-    """With --wddm, refuse a named GPU it cannot apply to (a server module), in `plan --wddm`'s words, before any work;
-    the default GPUs (every priced one) are screened per candidate instead ("invalid setting")."""
-    if not wddm:
-        return
-    from kvledger.accounting.settings import make_settings
-    from kvledger.accounting.wddm_engines import check_wddm
-    from kvledger.catalog.gpu_file import resolve_gpu
-
-    for g in gpus:
-        check_wddm(make_settings(wddm=True), resolve_gpu(g))
-
-
 def check_gpus(gpus: tuple[str, ...], e: EngineFlags) -> None:
-    """The named GPUs against --gpu-profile (fitted on one of them) and --wddm (``_check_wddm_gpus``), before work."""
-    if e.gpu_profile is not None and gpus:
-        from kvledger.accounting.gpu_profile_search import check_profile_gpus
-        from kvledger.catalog.gpu_file import resolve_gpu
+    """The named GPUs against --gpu-profile and --wddm, before work (``analyses.search.search_run.check_gpus``)."""
+    _check_gpus(gpus, e.gpu_profile, bool(e.wddm))
 
-        check_profile_gpus(e.gpu_profile, [resolve_gpu(g).name for g in gpus])
-    _check_wddm_gpus(gpus, bool(e.wddm))
+
+def search_run_of(r: SearchRunFlags) -> SearchRun:
+    """The run settings of the run group's flags (--resume FILE: that ledger, continued)."""
+    return SearchRun(workers=r.workers, backend=r.backend, ray_address=r.ray_address,
+                     ledger=r.resume if r.resume is not None else r.ledger, resume=r.resume is not None,
+                     exhaustive=r.exhaustive, seeds=r.seeds, offload=r.offload,
+                     host_memory_usd_per_gib_month=r.host_memory_usd_per_gib_month,
+                     nvme_usd_per_gib_month=r.nvme_usd_per_gib_month)
 
 
 def run_candidates(spec: Any, axes: Any, r: SearchRunFlags) -> tuple[Any, list | None]:
     """(the search's result, with --offload's tier variants ranked in; those variants or None) under a progress bar."""
-    from kvledger.analyses.search import run_search
-    from kvledger.analyses.search.offload_axis import check_prices, check_sizes, offload_pass, parse_offload
-
-    tiers = check_sizes(parse_offload(r.offload), axes.gpus, axes.tps)
-    prices = {"host": r.host_memory_usd_per_gib_month, "nvme": r.nvme_usd_per_gib_month}
-    with_tiers = bool(check_prices(tiers, prices))
-    if r.seeds > 1 and with_tiers:
-        from kvledger.errors import InputError
-
-        raise InputError("--seeds re-checks the winner's own capacity search, which --offload's do not run alone")
     with _progress_bar(r.as_json) as bar:
         task = bar.add_task("search", total=None, status="planning")
         plain = PlainProgress(enabled=not r.as_json and not sys.stderr.isatty())  # --json: no progress at all
@@ -69,20 +52,4 @@ def run_candidates(spec: Any, axes: Any, r: SearchRunFlags) -> tuple[Any, list |
             bar.update(task, completed=done, total=total, status=f"{feasible} feasible; {best_text}")
             plain.update(done, total, f"{feasible} feasible; {best_text}")
 
-        result = run_search(spec, axes, workers=r.workers, backend=r.backend, ray_address=r.ray_address,
-                            ledger=r.resume if r.resume is not None else r.ledger, resume=r.resume is not None,
-                            progress=progress, exhaustive=r.exhaustive)
-    variants = None
-    if with_tiers:  # tier variants ranked with the rest (analyses/search/tier_entries.py)
-        from kvledger.analyses.search.rank import build_result
-
-        variants = offload_pass(spec, result.entries, tiers, prices)
-        from kvledger.analyses.search.axis_notes import axis_notes
-
-        result = build_result(spec, result.entries + variants)
-        result.notes += axis_notes(spec.model, axes)  # as run_search adds them
-    if r.seeds > 1:  # the winner and the runner-up per seed (analyses/search/seed_check.py)
-        from kvledger.analyses.search.seed_check import attach_seed_check
-
-        attach_seed_check(result, r.seeds)
-    return result, variants
+        return _run_candidates(spec, axes, search_run_of(r), progress)

@@ -7,28 +7,9 @@ from typing import Any
 
 import typer
 
+from kvledger.analyses.search.search_run import answer_status  # the status itself: the run path's
+
 __all__ = ["PlainProgress", "answer_status", "exit_with", "no_plot", "say_failure", "say_status"]
-
-
-def answer_status(result: Any) -> int:
-    """The status the search ends with after its output: 1 when a candidate could not be evaluated (a worker failed:
-    scripts must not take a ranking with holes for a complete one), 2 when every candidate was refused as a setting
-    the engine would refuse (a --tp that divides no candidate's heads, a --max-model-len above the model's: the input
-    is bad, not the hardware; a fresh-user trial got exit 0 for --tp 3 on a 64-head model), 3 when every candidate was
-    rejected for memory or refused by the engine release on its GPU (its headline says why: a script must not take
-    "nothing can start" for a ranking, analyses.search.frontier.none_can_start), 1 when none meets the SLO (no
-    winner: as `goodput --target` and `cost` end when no answer meets the target; a trial's script took exit 0 with
-    ``winner: null`` for a deployable answer), else 0."""
-    from kvledger.analyses.search.frontier import none_can_start
-
-    entries = result.entries
-    if any(e["status"] == "error" for e in entries):
-        return 1
-    if entries and all(e.get("reason") == "invalid setting" for e in entries):
-        return 2
-    if none_can_start(entries):
-        return 3
-    return 0 if result.ranking else 1
 
 
 def say_status(result: Any, status: int, as_json: bool = False) -> None:
