@@ -1,7 +1,8 @@
 """The Python API's ``search``: which GPU, TP and engine settings serve the traffic at the lowest cost, through the same
-inputs (``cli.search_flags.search_inputs``), candidate run (``cli.search_run``) and document
-(``cli.search_document``) as ``kvledger search``, so the dict returned is the command's ``--json`` for the same
-inputs. Each parameter is the command's flag of the same name with underscores; the axes take sequences."""
+inputs (``cli.search_flags.search_inputs``), run path (``analyses.search.search_run``) and document
+(``report.search_document``) as ``kvledger search``, so the ``SearchDocument`` returned is the command's ``--json``
+for the same inputs. Each parameter is the command's flag of the same name with underscores (vLLM's spellings); the
+axes take sequences; ``tests/api/test_api_search_flags.py`` holds them to the command's flags."""
 
 from __future__ import annotations
 
@@ -93,7 +94,7 @@ def _search(values: dict[str, Any]) -> SearchDocument:
 
 def _answer(result: Any, doc: dict[str, Any]) -> dict[str, Any]:
     """``doc`` where the command exits 0 with it; else the error whose exit status is the command's
-    (``cli.search_status.answer_status``), saying what its stderr says."""
+    (``analyses.search.search_run.answer_status``), saying what its stderr says."""
     from kvledger.analyses.search.search_run import answer_status
     from kvledger.errors import DoesNotFitError, InputError, NoAnswerError
 
