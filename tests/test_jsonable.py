@@ -116,3 +116,23 @@ def test_spread_entry_writes_a_dicts_keys_in_its_place():
     d = to_jsonable(Spread([1], 2, {"cost_model": "x", "num_replicas": 3}))
     assert list(d.items()) == [("summary", 2), ("cost_model", "x"), ("num_replicas", 3), ("records", [1])]
     assert list(to_jsonable(Spread([1], 2, {"summary": 5}), exclude=("records",)).items()) == [("summary", 5)]
+
+
+class _Doc:
+    """A result record: its document is its to_dict(), its printed form is not JSON."""
+
+    def __repr__(self) -> str:
+        return "<_Doc>"
+
+    def to_dict(self) -> dict:
+        return {"usd_per_month": 1742.0210459999998, "rate_req_per_s": float("inf")}
+
+
+def test_strict_dumps_writes_a_result_object_as_its_document_not_its_printed_form():
+    # a SearchDocument-like object (to_dict) nested in a list: its keys come out, the monthly dollar figure rounded to
+    # the cent (1742.0210459999998 → 1742.02) and the infinity as "inf", as for a plain dict
+    from types import MappingProxyType
+
+    assert json.loads(dumps([_Doc()])) == [{"usd_per_month": 1742.02, "rate_req_per_s": "inf"}]
+    # a read-only mapping (not a dict) is written as its items
+    assert json.loads(dumps({"a": MappingProxyType({"n": 1})})) == {"a": {"n": 1}}

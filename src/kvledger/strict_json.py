@@ -8,7 +8,8 @@ written where it is made as ``null`` with ``"all_at_once": true`` beside it (:fu
 Dollar figures (a key naming ``usd``) are rounded here, at
 the boundary, never where they are computed: a monthly total to the cent (a key naming the month, or any amount of
 a ledger or band in "USD per month" but its unit prices), any other to 15 significant digits.
-numpy scalars and arrays become plain numbers and lists; anything else JSON has no type for is written as its ``str``.
+numpy scalars and arrays become plain numbers and lists; a result object (one with ``to_dict()``, or a read-only
+mapping) its document; anything else JSON has no type for is written as its ``str``.
 Files are written atomically: to a temporary file in the same folder, then renamed.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -29,7 +31,21 @@ __all__ = ["temp_beside", "dumps", "to_strict", "write_text_atomic", "finite_rat
 ALL_AT_ONCE = "all_at_once"
 
 
+def _document(obj: Any) -> Any:
+    """``obj``'s own document where it has one (a result record's ``to_dict()``, a read-only mapping as a dict), else
+    ``obj``: a result object is written as the document it stands for, never as its printed form."""
+    to_dict = getattr(obj, "to_dict", None)
+    if callable(to_dict):
+        return to_dict()
+    if isinstance(obj, Mapping) and not isinstance(obj, dict):
+        return dict(obj)
+    return obj
+
+
 def _default(obj: Any) -> Any:
+    doc = _document(obj)
+    if doc is not obj:
+        return doc
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, np.ndarray):
@@ -69,7 +85,8 @@ def _money(key: str, x: float, monthly: bool = False) -> float:
 def to_strict(obj: Any, key: str = "", monthly: bool = False) -> Any:
     """A copy of ``obj`` with every non-finite float replaced (inf → "inf", -inf → "-inf", NaN → None) and every
     dollar figure (at a key naming ``usd``) rounded (:func:`_money`; ``monthly``: inside a ledger or band in
-    :data:`MONTHLY`); numpy values as plain ones."""
+    :data:`MONTHLY`); numpy values as plain ones; a result object as its document (:func:`_document`)."""
+    obj = _document(obj)
     if isinstance(obj, float):
         x = _float(obj)
         return _money(key, x, monthly) if "usd" in key and isinstance(x, float) else x
