@@ -198,8 +198,32 @@ def test_before_0_29_the_environment_variable_keeps_mamba_states_as_each_release
         "prefix cache: hit rate 88.0% (563,040 of 640,000 prompt tokens)")
     assert prefix_line("--engine-version", "0.25.0", *on).startswith(
         "prefix cache: hit rate 72.7% (465,120 of 640,000 prompt tokens)")
-    # 0.23's MambaManager has no mask of its own (the base class's None: every state kept): as without the variable
-    assert prefix_line("--engine-version", "0.23.0", *on) == prefix_line("--engine-version", "0.23.0", *on[:1])
+    # 0.23 does not start: its _validate_prefix_cache_retention_interval (v1/core/kv_cache_coordinator.py, read in
+    # 0.23.0) takes only a SlidingWindowSpec group, and Qwen3-Next has full-attention and Mamba groups (Mamba counted
+    # from 0.24.0)
+    assert refused(*MAMBA, "--engine-version", "0.23.0", *on) == (
+        "--prefix-cache-retention-interval 8160: vLLM 0.23.0 refuses to start (v1/core/kv_cache_coordinator.py "
+        "_validate_prefix_cache_retention_interval): \"VLLM_PREFIX_CACHE_RETENTION_INTERVAL is set but this model has "
+        "no sliding-window KV cache group, so retention has no effect. Unset it (the feature only applies to "
+        "sliding-window attention).\" Drop it")
+
+
+def test_releases_before_0_29_refuse_a_model_without_their_groups_in_the_variable_s_words():
+    # kv_cache_coordinator.py::_validate_prefix_cache_retention_interval names VLLM_PREFIX_CACHE_RETENTION_INTERVAL
+    # and says "Unset it" in 0.24.0-0.28.0 (read in 0.24, 0.25, 0.26, 0.28); 0.29.0 names the field and says "Set it
+    # to 0" (test above). Llama-3.1-8B (full attention only) on 0.28 with the variable at 16:
+    assert refused("simulate", MODEL, "--gpu", "h100", "--num-requests", "5", "--engine-version", "0.28.0",
+                   "--prefix-cache-retention-interval", "16") == (
+        "--prefix-cache-retention-interval 16: vLLM 0.28.0 refuses to start (v1/core/kv_cache_coordinator.py "
+        "_validate_prefix_cache_retention_interval): \"VLLM_PREFIX_CACHE_RETENTION_INTERVAL is set but this model has "
+        "no sliding-window or Mamba KV cache group, so retention has no effect. Unset it (it only applies to "
+        "sliding-window and Mamba attention).\" Drop it")
+    # search refuses Qwen3-Next (full + Mamba layers) on 0.23 before any candidate, in 0.23's words
+    with pytest.raises(InputError, match="vLLM 0.23.0 refuses to start .*VLLM_PREFIX_CACHE_RETENTION_INTERVAL is set "
+                                         "but this model has no sliding-window KV cache group"):
+        kvledger.search("Qwen/Qwen3-Next-80B-A3B-Thinking", engine_version="0.23.0",
+                        prefix_cache_retention_interval=8160, slo="ttft=2s,tpot=100ms", gpus=["H200"], tp=[2],
+                        rate=1, num_requests=50)
 
 
 def test_search_launches_vllm_before_0_29_with_the_environment_variable():

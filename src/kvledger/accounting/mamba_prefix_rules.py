@@ -26,7 +26,8 @@ Releases between those read take the rule of the last one read before them. vLLM
 ``--prefix-cache-retention-interval I`` (0.29 on; ``MambaManager.reachable_block_mask``, read in 0.29 and 0.33) adds
 to the boundaries the state at every multiple of ``I`` tokens (``I // B`` ≤ 1: every block-aligned state), where a
 chunk ends or exports its checkpoint there. Before 0.29 ``VLLM_PREFIX_CACHE_RETENTION_INTERVAL`` (``envs.py``) sets
-it: 0.23's ``MambaManager`` keeps the base class's dense mask (every chunk end, as unset); 0.24–0.25's mask keeps the
+it: 0.23's ``MambaManager`` keeps the base class's dense mask (every chunk end, as unset; and 0.23 starts only a
+model that also has a sliding-window group: ``_validate_prefix_cache_retention_interval``); 0.24–0.25's mask keeps the
 replay boundary and the multiples of ``I`` but no junction (``reachable_block_mask(num_prompt_tokens=…)``), 0.26–0.28's
 the junction too (``reachable_boundaries``), read in each.
 

@@ -5,10 +5,12 @@
   refuses it; 0.23–0.28 read ``VLLM_PREFIX_CACHE_RETENTION_INTERVAL`` from the environment instead (``envs.py``,
   unset: None, dense, the default simulated; read in 0.23–0.28, absent in 0.22). There the flag stands for that variable
   set to N > 0 (``swa_retention.ENV_BY_RELEASE``: 0.23–0.25 keep no junction; Mamba states: ``mamba_prefix_rules``,
-  0.23 dense, 0.24–0.25 no junction); a value of 0 is not modelled before 0.29, and is refused.
+  0.23 dense beside the sliding-window group it needs, 0.24–0.25 no junction); a value of 0 is not modelled before
+  0.29, and is refused.
 * ``v1/core/kv_cache_coordinator.py : _validate_prefix_cache_retention_interval`` (every coordinator, prefix caching
-  on or off) refuses a positive interval for a model with no sliding-window or Mamba group, and any interval that is
-  not a multiple of ``scheduler_block_size`` (``kv_cache_utils.py``: the lcm of the groups' block sizes).
+  on or off) refuses a positive interval for a model with no sliding-window or Mamba group (0.23.0: no sliding-window
+  group, a Mamba group not counted; Mamba from 0.24.0), and any interval that is not a multiple of
+  ``scheduler_block_size`` (``kv_cache_utils.py``: the lcm of the groups' block sizes); 0.23–0.28 name the variable.
 * What a positive interval keeps: ``swa_retention.py`` (sliding-window blocks) and ``mamba_prefix_rules.py`` (Mamba
   states); 0 is the default, as a run without the flag.
 """
@@ -48,15 +50,16 @@ def retention_interval_override(a: Any, plan: Any) -> tuple[int, list[str]]:
         return 0, [f"{flag}: vLLM {m.engine_version}'s default (config/cache.py), as a run without the flag"]
     where = (f"vLLM {m.engine_version} refuses to start (v1/core/kv_cache_coordinator.py "
              "_validate_prefix_cache_retention_interval)")
-    if not any(g.kind in ("sliding_window", "state") for g in groups):
-        raise InputError(_no_group(flag, where))
+    ver = parse_version(m.engine_version or LATEST)
+    if not any(g.kind in _kinds_taken(ver) for g in groups):
+        raise InputError(_no_group(flag, where, ver))
     scheduler_block = math.lcm(*(g.block_size for g in groups))
     if interval % scheduler_block:
         lo = interval // scheduler_block * scheduler_block
         near = f"{lo:,} or {lo + scheduler_block:,}" if lo else f"{scheduler_block:,}"
-        raise InputError(f"{flag}: {where}: \"prefix_cache_retention_interval ({interval}) must be non-negative and a "
-                         f"multiple of scheduler_block_size ({scheduler_block}).\" (the lcm of the KV cache groups' "
-                         f"block sizes, tokens); give a multiple, e.g. {near}")
+        raise InputError(f"{flag}: {where}: \"{_name(ver)} ({interval}) must be non-negative and a multiple of "
+                         f"scheduler_block_size ({scheduler_block}).\" (the lcm of the KV cache groups' block sizes, "
+                         f"tokens); give a multiple, e.g. {near}")
     if getattr(a, "enable_prefix_caching", None) is False:  # checked at start-up as above, but nothing is cached
         return interval, [f"{flag} with --no-enable-prefix-caching: vLLM {m.engine_version} checks it at start-up "
                           "but caches no block, so it changes nothing here"]
@@ -92,10 +95,35 @@ def _env_note(interval: int, engine_version: str) -> list[str]:
             f"0.29.0); simulated as {var} in the server's environment (envs.py; unset by default: every block kept)"]
 
 
-def _no_group(flag: str, where: str) -> str:
-    return (f"{flag}: {where}: \"prefix_cache_retention_interval is set but this model has no sliding-window or "
-            "Mamba KV cache group, so retention has no effect. Set it to 0 (it only applies to sliding-window and "
-            "Mamba attention).\" Drop it, or give 0")
+MAMBA_RETENTION_FROM = (0, 24, 0)
+"""The first release whose ``_validate_prefix_cache_retention_interval`` counts a Mamba group (0.23.0's takes only a
+sliding-window group: "this model has no sliding-window KV cache group"; 0.24.0–0.29.0 "no sliding-window or Mamba KV
+cache group"; read in each)."""
+
+
+def _kinds_taken(ver: tuple[int, int, int]) -> tuple[str, ...]:
+    """The KV cache group kinds a release's retention check takes (``MAMBA_RETENTION_FROM``)."""
+    return ("sliding_window",) if ver < MAMBA_RETENTION_FROM else ("sliding_window", "state")
+
+
+def _name(ver: tuple[int, int, int]) -> str:
+    """What vLLM's messages call the setting: the environment variable before 0.29, the config field from 0.29."""
+    return "prefix_cache_retention_interval" if ver >= RETENTION_FLAG_FROM else "VLLM_PREFIX_CACHE_RETENTION_INTERVAL"
+
+
+def _no_group(flag: str, where: str, ver: tuple[int, int, int]) -> str:
+    """vLLM ``ver``'s refusal of a model with no group its retention takes, in its words (kv_cache_coordinator.py
+    ``_validate_prefix_cache_retention_interval``: 0.23.0 sliding-window only, "Unset it" to 0.28, "Set it to 0" from
+    0.29, which takes 0 for such a model; 0 is not simulated before 0.29: ``check_release``)."""
+    if ver < MAMBA_RETENTION_FROM:
+        said = ("no sliding-window KV cache group, so retention has no effect. Unset it (the feature only applies to "
+                "sliding-window attention).")
+    else:
+        said = ("no sliding-window or Mamba KV cache group, so retention has no effect. "
+                f"{'Set it to 0' if ver >= RETENTION_FLAG_FROM else 'Unset it'} (it only applies to sliding-window and "
+                "Mamba attention).")
+    return (f"{flag}: {where}: \"{_name(ver)} is set but this model has {said}\" "
+            f"{'Drop it, or give 0' if ver >= RETENTION_FLAG_FROM else 'Drop it'}")
 
 
 def check_model_groups(interval: int | None, model: Any, engine_version: str | None) -> None:
@@ -107,11 +135,11 @@ def check_model_groups(interval: int | None, model: Any, engine_version: str | N
         InputError: the release or the model refuses it (module doc).
     """
     check_release(interval, engine_version)
-    kinds = model.layer_counts()
-    if interval and not (kinds.get("sliding_window") or kinds.get("state")):
-        ver = engine_version or LATEST
-        raise InputError(_no_group(f"--prefix-cache-retention-interval {interval}", f"vLLM {ver} refuses to start "
-                                   "(v1/core/kv_cache_coordinator.py _validate_prefix_cache_retention_interval)"))
+    kinds, ver = model.layer_counts(), parse_version(engine_version or LATEST)
+    if interval and not any(kinds.get(k) for k in _kinds_taken(ver)):
+        raise InputError(_no_group(f"--prefix-cache-retention-interval {interval}", f"vLLM {engine_version or LATEST} "
+                                   "refuses to start (v1/core/kv_cache_coordinator.py "
+                                   "_validate_prefix_cache_retention_interval)", ver))
 
 
 def launch_words(interval: int | None, engine_version: str | None) -> tuple[list[str], list[str]]:
