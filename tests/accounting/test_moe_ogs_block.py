@@ -67,3 +67,47 @@ def test_qwen3_moe_decode_step_pays_its_layer_kernels_on_an_a100():
     assert with_curve.gemm_curve is None and flat.layer_kernels is None  # MoE GEMMs keep the flat fraction
     shape = StepShape(0, 0, 0, 0, 1, 2048)
     assert with_curve.step_time_s(shape) - flat.step_time_s(shape) == pytest.approx(0.558e-3, abs=0.002e-3)
+
+
+@pytest.mark.parametrize("tokens,ragged_block,v35_block", [
+    (1, 16, 16),  # ⌊4/32⌋ = 0 → 1; ragged: next_pow2(2·1) = 2 → the floor, 16
+    (128, 32, 16),  # 16 rows per expert; ragged: next_pow2(32) = 32 (v3.5: 16)
+    (256, 64, 32),  # 32; ragged: next_pow2(64) = 64 (v3.5: 32)
+    (512, 64, 64),  # 64 (still ≤ 64): ragged next_pow2(128) capped at 64
+    (520, 128, 128),  # ⌊2,080/32⌋ = 65 > 64: the v3.5 rule, next_pow2(65) = 128
+])
+def test_vllm_0_17_to_0_21_vendored_matmul_ogs_doubles_the_rows_per_expert_up_to_64(tokens, ragged_block, v35_block):
+    # vllm/third_party/triton_kernels/matmul_ogs_details/opt_flags.py in the 0.17.0-0.21.0 wheels: with ragged routing
+    # (expt_hist set) and tokens_per_expt <= 64, block_m = max(16, min(next_power_of_2(2 * tokens_per_expt), 64));
+    # gpt-oss-20b, k = 4 of E = 32
+    assert (ogs_block(tokens, 4, 32, ragged=True), ogs_block(tokens, 4, 32)) == (ragged_block, v35_block)
+
+
+@pytest.mark.parametrize("engine,version,gpu,kernel", [
+    ("vllm", "0.10.1", "H100", "marlin"),  # the wheel's torch 2.7.1: _should_use_marlin on Hopper
+    ("vllm", "0.11.0", "H100", ""),  # triton_kernels 3.4-3.5 beside it: expert_kernel's "ogs"
+    ("vllm", "0.17.0", "H100", "ogs_ragged"),
+    ("vllm", "0.21.0", "H100", "ogs_ragged"),
+    ("vllm", "0.22.0", "H100", ""),  # vendors the v3.5.0 opt_flags.py again
+    ("vllm", "0.19.0", "A100", "marlin"),  # below Hopper: Marlin on every release (mxfp4_uses_marlin)
+    ("sglang", None, "H100", ""),
+])
+def test_each_vllm_release_prices_gpt_oss_experts_with_its_own_kernel(engine, version, gpu, kernel):
+    from kvledger.accounting.plan_roofline import mxfp4_moe_kernel
+
+    s = PlanSettings(engine=engine, engine_version=version)
+    assert mxfp4_moe_kernel(load_model("openai/gpt-oss-20b", allow_hub=False), get_gpu(gpu), s) == kernel
+
+
+def test_a_0_19_plan_pads_gpt_oss_decode_rows_to_the_ragged_block():
+    # a 128-token decode step of gpt-oss-20b on an H100, c ~ Binomial(128, 1/8) tokens an expert (mean 16): 0.11.0
+    # pads each expert to 16 rows, 0.19.0's vendored triton_kernels to 32. P(c ≤ 16) = 0.56611, P(17 ≤ c ≤ 32) =
+    # 0.43386, P(c > 32) = 3.4e-5, P(c = 0) = (7/8)^128 = 3.8e-8 (summed from the pmf), so E[⌈c/16⌉·16] =
+    # 16 × 0.56611 + 32 × 0.43386 + 48 × 3.4e-5 = 22.943 and E[⌈c/32⌉·32] = 32 × (1 − 3.4e-5) + 64 × 3.4e-5 = 32.001
+    m, g = load_model("openai/gpt-oss-20b", allow_hub=False), get_gpu("H100")
+    rc = {v: build_plan(m, g, PlanSettings(max_model_len=8192, engine_version=v), with_roofline=False,
+                        with_advice=False).step_cost() for v in ("0.11.0", "0.19.0")}
+    assert (rc["0.11.0"].ogs_ragged, rc["0.19.0"].ogs_ragged, rc["0.19.0"].ogs_moe) == (False, True, True)
+    assert padded_rows_moments(128, 4, 32, 0, 16)[0] == pytest.approx(22.943, abs=0.001)
+    assert padded_rows_moments(128, 4, 32, 0, 32)[0] == pytest.approx(32.001, abs=0.001)
+    assert rc["0.19.0"].moe_kernel_s(128) > rc["0.11.0"].moe_kernel_s(128)

@@ -233,7 +233,7 @@ def moe_layer_count(model) -> int:
 class FusedMoePrices:
     """Mixed into ``RooflineStepCost`` (roofline.py): ``_init_moe`` and ``moe_kernel_s``, a step's fused-MoE term."""
 
-    def _init_moe(self, model, tp: int, ep: int, half_tokens: float, moe_config=None) -> None:
+    def _init_moe(self, model, tp: int, ep: int, half_tokens: float, moe_config=None, mxfp4_moe: str = "") -> None:
         """Routed-expert FLOP parameters per token, the MoE layers the fused-MoE term prices, whether the MoE terms
         (moe_terms.py, this module) change any step, and ``moe_config`` (moe_config.py: tuned or default config)."""
         from kvledger.accounting.fp8_block import expert_mma_dtype
@@ -249,15 +249,10 @@ class FusedMoePrices:
         self.expert_peak_flops = self.gpu.fp8_flops_per_s if expert_mma_dtype(model, self.gpu) == "fp8" \
             else self.peak_flops
         self.moe_layers = moe_layer_count(model) if model.is_moe else 0
-        # vLLM 0.19's MoE oracles pick Marlin MoE, which pads to its own BLOCK_SIZE_M (moe_rows.marlin_block), for
-        # MXFP4 experts below Hopper (oracle/mxfp4.py: the Triton and FlashInfer backends need sm90+) and FP8 experts
-        # below sm89 (oracle/fp8.py: TritonExperts._supports_quant_scheme takes FP8 from sm89)
-        q, arch = model.quant.method, self.gpu.arch
-        self.marlin_moe = ((q == "mxfp4" and arch in ("sm75", "sm80", "sm86", "sm89"))
-                           or (q == "fp8" and arch in ("sm75", "sm80", "sm86")))
-        # MXFP4 experts on Hopper: triton_kernels' matmul_ogs (vLLM 0.11.0 mxfp4.py :: get_mxfp4_backend, TRITON with
-        # triton_kernels installed, as the weights' low end takes), padded to its own block (moe_rows.ogs_block)
-        self.ogs_moe = q == "mxfp4" and arch == "sm90"
+        # the experts' kernel and so the block their rows are padded to (moe_rows.expert_kernel: Marlin MoE's
+        # marlin_block, matmul_ogs' ogs_block by its triton_kernels rule, else Triton fused_moe's)
+        kernel = moe_rows.expert_kernel(model.quant.method, self.gpu.arch, mxfp4_moe)
+        self.marlin_moe, self.ogs_moe, self.ogs_ragged = kernel == "marlin", kernel[:3] == "ogs", kernel == "ogs_ragged"
         self._moe_terms = model.is_moe and (self.moe_layers > 0 or ep > 1 or half_tokens > 0
                                             or self.expert_peak_flops != self.peak_flops)
         frac = model.experts_per_token / model.num_experts if model.is_moe else 0.0
@@ -283,7 +278,7 @@ class FusedMoePrices:
         k, e, ep = m.experts_per_token, m.num_experts, self.ep
         read = self.expert_bytes * self.experts_touched_fraction(num_tokens) * ep_read_imbalance(num_tokens, k, e, ep)
         block = (marlin_block(num_tokens, k, local_experts(e, ep)) if self.marlin_moe else
-                 moe_rows.ogs_block(num_tokens, k, e) if self.ogs_moe else
+                 moe_rows.ogs_block(num_tokens, k, e, self.ogs_ragged) if self.ogs_moe else
                  tuned_block(self.moe_config is not None and self.moe_config.tuned))
         rows = busiest_rank_rows(int(math.ceil(num_tokens)), k, e, ep, block)
         # the GPU's expert weights (params per token × E/k): 1/TP of all E, or n₀ whole experts = TP·n₀/E of that

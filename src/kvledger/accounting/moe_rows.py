@@ -32,8 +32,9 @@ import numpy as np
 from kvledger.accounting.moe_terms import tail
 from kvledger.catalog.expert_placement import local_experts
 
-__all__ = ["block_m", "marlin_block", "ogs_block", "tuned_block", "padded_rows_moments", "busiest_rank_rows", "tail",
-           "largest_count", "rank_rows_cap", "COUNT_TAIL", "ENVELOPE_TOKENS"]
+__all__ = ["block_m", "marlin_block", "ogs_block", "expert_kernel", "OGS_RAGGED_VLLM", "tuned_block",
+           "padded_rows_moments", "busiest_rank_rows", "tail", "largest_count", "rank_rows_cap", "COUNT_TAIL",
+           "ENVELOPE_TOKENS"]
 
 COUNT_TAIL = 1e-9  # P(C > c_max) of one expert and layer: a count rarer than this has no real probability
 ENVELOPE_TOKENS = 16384  # the busiest rank's rows are tabled, T by T, up to this many tokens a step
@@ -59,14 +60,43 @@ def marlin_block(tokens: float, top_k: int, experts: int) -> int:
     return 64
 
 
-def ogs_block(tokens: float, top_k: int, experts: int) -> int:
-    """block_m of triton_kernels' ``matmul_ogs`` (the MoE GEMMs vLLM 0.10.1–0.11 and SGLang run for MXFP4 experts on
+def ogs_block(tokens: float, top_k: int, experts: int, ragged: bool = False) -> int:
+    """block_m of triton_kernels' ``matmul_ogs`` (the MoE GEMMs vLLM 0.10.2 on and SGLang run for MXFP4 experts on
     Hopper) for a step of ``tokens`` tokens: max(16, min(next_pow2(⌊T·k/E⌋), 128)) rows, the expected rows per expert
     rounded up to a power of two (``matmul_ogs_details/opt_flags.py :: make_default_opt_flags_nvidia`` at the triton
     3.4–3.5 tags, whose routing leaves ``expected_tokens_per_expt`` unset, so m // n_expts_tot with m = T·k gathered
-    rows). Each expert's rows are padded to it (the routing's ``block_pid_map``), as ``moe_align_block_size`` pads."""
+    rows). Each expert's rows are padded to it (the routing's ``block_pid_map``), as ``moe_align_block_size`` pads.
+    ``ragged``: the later opt_flags.py that vLLM 0.17–0.21 vendor (``OGS_RAGGED_VLLM``), which for ragged routing
+    (``expt_hist`` set, as vLLM's ``legacy_routing`` sets it) and ⌊T·k/E⌋ ≤ 64 takes max(16, min(next_pow2(2·⌊T·k/E⌋),
+    64)) ("likely memory bound; set the block size higher"), the rule above past 64 rows per expert."""
     per_expert = max(1, int(tokens * top_k) // experts)
+    if ragged and per_expert <= 64:
+        return max(16, min(1 << (2 * per_expert - 1).bit_length(), 64))
     return max(16, min(1 << (per_expert - 1).bit_length(), 128))
+
+
+OGS_RAGGED_VLLM = ((0, 17, 0), (0, 21, 0))
+"""The vLLM releases whose wheel vendors the later triton_kernels (``vllm/third_party/triton_kernels/
+matmul_ogs_details/opt_flags.py`` with the ragged 2·⌊T·k/E⌋ rule and no ``routing.py``; read in 0.17.0, 0.18.0,
+0.19.0, 0.20.0 and 0.21.0). 0.12.0–0.16.0 and 0.22.0–0.28.0 vendor the triton v3.5.0 file (``ogs_block``'s first
+rule); 0.10.2–0.11 vendor none (the triton_kernels installed beside them, 3.4–3.5 as the GPT-OSS recipe had it)."""
+
+
+def expert_kernel(quant: str, arch: str, mxfp4_moe: str = "") -> str:
+    """The routed experts' kernel family, which sets their block: "marlin" (``marlin_block``), "ogs" or "ogs_ragged"
+    (``ogs_block``), "" (Triton fused_moe, ``block_m``/``tuned_block``). vLLM 0.19's MoE oracles pick Marlin MoE for
+    MXFP4 experts below Hopper (oracle/mxfp4.py: the Triton and FlashInfer backends need sm90+) and FP8 experts below
+    sm89 (oracle/fp8.py: TritonExperts._supports_quant_scheme takes FP8 from sm89); MXFP4 experts on Hopper run
+    triton_kernels' matmul_ogs (0.11.0 mxfp4.py :: get_mxfp4_backend, TRITON with triton_kernels installed, as the
+    weights' low end takes; 0.18.0 likewise, 0.19.0's oracle with its vendored copy). ``mxfp4_moe``: a release's own
+    choice for MXFP4 experts where it differs ("marlin" on Hopper before 0.10.2, "ogs_ragged" in ``OGS_RAGGED_VLLM``:
+    ``plan_roofline.roofline_terms``); "" the rule above."""
+    if quant == "mxfp4" and mxfp4_moe:
+        return mxfp4_moe
+    if (quant == "mxfp4" and arch in ("sm75", "sm80", "sm86", "sm89")) or (quant == "fp8" and arch in
+                                                                          ("sm75", "sm80", "sm86")):
+        return "marlin"
+    return "ogs" if quant == "mxfp4" and arch == "sm90" else ""
 
 
 def tuned_block(tuned: bool) -> int:

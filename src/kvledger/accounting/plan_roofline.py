@@ -11,15 +11,17 @@ from typing import Any
 from kvledger.accounting.expert_parallel import ep_size
 from kvledger.accounting.moe_config import MoeConfigChoice, moe_config_choice
 from kvledger.accounting.moe_kernel import moe_layer_count
+from kvledger.accounting.moe_rows import OGS_RAGGED_VLLM
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_rules import SGLANG_LATEST, parse_sglang_version, sglang_custom_ar_max_bytes
 from kvledger.accounting.vllm_custom_ar import custom_ar_max_bytes, tp_group_nodes
 from kvledger.accounting.vllm_rules import LATEST, parse_version
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
+from kvledger.catalog.mxfp4_layout import mxfp4_uses_marlin
 from kvledger.catalog.quant_flag import ONLINE_METHODS, online_scheme
 
-__all__ = ["roofline_model", "roofline_terms", "plan_moe_config", "tp_nodes", "tp_span"]
+__all__ = ["roofline_model", "roofline_terms", "plan_moe_config", "mxfp4_moe_kernel", "tp_nodes", "tp_span"]
 
 
 def roofline_model(model: ModelSpec, s: PlanSettings) -> ModelSpec:
@@ -37,6 +39,21 @@ def plan_moe_config(model: ModelSpec, gpu: GpuSpec, s: PlanSettings) -> MoeConfi
         return None
     text, m = s.engine_version or LATEST, roofline_model(model, s)
     return moe_config_choice(m, gpu, s.tp, ep_size(model, s), parse_version(text), moe_layer_count(m), text)
+
+
+def mxfp4_moe_kernel(model: ModelSpec, gpu: GpuSpec, s: PlanSettings) -> str:
+    """The kernel vLLM ``s.engine_version`` (else the latest modelled) runs MXFP4 experts with where its release
+    differs from ``moe_rows.expert_kernel``'s rule: "marlin" on Hopper before 0.10.2 (``mxfp4_layout.
+    mxfp4_uses_marlin``: the wheel's torch 2.7.1 fails ``_should_use_marlin``'s 2.8 check, read in 0.10.1),
+    "ogs_ragged" on Hopper in ``moe_rows.OGS_RAGGED_VLLM`` (0.17–0.21's vendored triton_kernels); "" otherwise (other
+    engines: SGLang's triton_kernel runner imports ``triton_kernels.routing``, the 3.4–3.5 API, in 0.5.3 and 0.5.9)."""
+    if s.engine != "vllm" or roofline_model(model, s).quant.method != "mxfp4":
+        return ""
+    ver = parse_version(s.engine_version or LATEST)
+    if mxfp4_uses_marlin(gpu.arch, ver):
+        return "marlin"
+    lo, hi = OGS_RAGGED_VLLM
+    return "ogs_ragged" if gpu.arch == "sm90" and lo <= ver <= hi else ""
 
 
 def _custom_ar_bytes(s: PlanSettings, gpu: GpuSpec) -> int:
@@ -73,4 +90,4 @@ def roofline_terms(model: ModelSpec, gpu: GpuSpec, s: PlanSettings) -> dict[str,
             "weights_bytes": s.weights_bytes, "custom_allreduce_max_bytes": _custom_ar_bytes(s, gpu),
             "allreduce_link_share": s.allreduce_link_share, "ep": ep_size(model, s),
             "moe_config": plan_moe_config(model, gpu, s), "tp_nodes": tp_nodes(gpu, s),
-            "inter_node_link_bytes_per_s": s.inter_node_link_bytes_per_s}
+            "inter_node_link_bytes_per_s": s.inter_node_link_bytes_per_s, "mxfp4_moe": mxfp4_moe_kernel(model, gpu, s)}

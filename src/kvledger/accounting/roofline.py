@@ -86,6 +86,7 @@ class RooflineStepCost(DecodePrices, MeasuredGemm, FusedMoePrices):
             scales (1.0: as measured); None: the flat fraction. Ignored for MoE and FP8 models (not measured).
         ep / grouped_gemm_half_tokens / all_to_all: MoE only (``moe_terms.py``) — expert-parallel ranks, the grouped
             GEMM's half-rate tokens per expert, EP's all-to-all (vLLM's: data parallel > 1 only); defaults model none.
+            mxfp4_moe: the release's own kernel for MXFP4 experts where it differs (``moe_rows.expert_kernel``).
     """
 
     name = "roofline"
@@ -97,7 +98,7 @@ class RooflineStepCost(DecodePrices, MeasuredGemm, FusedMoePrices):
                  custom_allreduce_max_bytes: float = 0.0, host_step_s: float = 0.0, host_seq_s: float = 0.0,
                  gemm_curve: GemmCurve | None = None, allreduce_link_share: float | None = None,
                  all_to_all: bool = False, moe_config=None, tp_nodes: int = 1,
-                 inter_node_link_bytes_per_s: float | None = None) -> None:
+                 inter_node_link_bytes_per_s: float | None = None, mxfp4_moe: str = "") -> None:
         self.model, self.gpu, self.kv, self.tp = model, gpu, kv, tp
         self.dtype = compute_dtype(model, gpu)
         self.peak_flops = gpu.fp8_flops_per_s if self.dtype == "fp8" else gpu.bf16_flops_per_s
@@ -133,7 +134,7 @@ class RooflineStepCost(DecodePrices, MeasuredGemm, FusedMoePrices):
         fa, fb = self.attn_flops_per_pair / pa, self.growing_read_bytes / b
         # decode attention bandwidth-bound at every length, with a margin no rounding can cross
         self._bw_bound = not self.window_terms and fa < fb * (1 - 1e-9)
-        self._init_moe(model, tp, ep, grouped_gemm_half_tokens, moe_config)
+        self._init_moe(model, tp, ep, grouped_gemm_half_tokens, moe_config, mxfp4_moe)
 
     def _init_weights(self, model: ModelSpec, tp: int, weights_bytes: float | None, ep: int = 1) -> None:
         """Weight bytes each step reads (dense, experts, tied head) and matmul FLOPs per token."""
