@@ -104,3 +104,26 @@ def test_0_12_to_0_14_per_call_caches_chunk_at_16384_rows():
         assert transient_workspace_bytes(m, ver, 65_536, 1, 8) == 738_197_504
     assert transient_workspace_bytes(m, (0, 10, 1), 65_536, 1, 8) == 1_476_395_008
     assert "16,384 tokens × top-8" in transient_workspace(m, (0, 14, 0), 65_536, 1, 8)[1]
+
+
+def test_0_15_to_0_17_modular_kernel_keeps_one_chunk_of_workspace():
+    # vLLM 0.15.0-0.17.0 modular_kernel.py: _chunk_info cuts M to min(M, VLLM_FUSED_MOE_CHUNK_SIZE = 16,384) (Triton
+    # experts' supports_chunking, VLLM_ENABLE_FUSED_MOE_ACTIVATION_CHUNKING on by default) and _allocate_buffers asks
+    # the workspace manager for workspace13 + workspace2 at the chunk and, past one chunk, the output (M_full, K) beside
+    # them; 0.18.0 has no chunking. Qwen3-30B-A3B under EP (whole experts, I = 768, h = 2,048, top-8, bf16): a row is
+    # 8 × (max(768, 2,048) + max(1,536, 2,048)) × 2 B = 65,536 B. DP 8 × 8,192 = 65,536 rows:
+    # 0.15: 16,384 × 65,536 + 65,536 × 2,048 × 2 = 1,073,741,824 + 268,435,456 = 1,342,177,280 B (1.25 GiB);
+    # 0.18: 65,536 × 65,536 = 4,294,967,296 B (4 GiB); 8,192 rows (one chunk): 8,192 × 65,536 = 536,870,912 B either way
+    from kvledger.accounting.vllm_moe_workspace import moe_workspace_bytes
+
+    q = load_model("Qwen/Qwen3-30B-A3B")
+    for ver in ((0, 15, 0), (0, 16, 0), (0, 17, 0)):
+        assert moe_workspace_bytes(q, ver, 65_536, 1, 8) == 1_342_177_280
+        assert moe_workspace_bytes(q, ver, 8192, 1, 8) == 536_870_912
+    assert moe_workspace_bytes(q, (0, 18, 0), 65_536, 1, 8) == 4_294_967_296
+    # 0.11.0's modular kernel (_maybe_chunk_fused_experts) chunks at its 32,768: 32,768 × 65,536 + 65,536 × 2,048 × 2
+    # = 2,147,483,648 + 268,435,456 = 2,415,919,104 B (the kept bytes an FP8 Hopper modular kernel would hold)
+    from kvledger.accounting.vllm_moe_workspace import kept_workspace_bytes
+
+    assert kept_workspace_bytes(q, 65_536, 1, 8, (0, 11, 0)) == 2_415_919_104
+    assert kept_workspace_bytes(q, 65_536, 1, 8) == 4_294_967_296  # no release: unchunked

@@ -5,7 +5,11 @@ Two eras, read in the code:
 * from 0.15 (``fused_moe/modular_kernel.py::_allocate_buffers``, ``fused_moe.py::TritonExperts.workspace_shapes``;
   read in 0.15–0.33) the workspaces come from the workspace manager and stay allocated after the forward:
   workspace1 (M, top_k, max(N/2, K)) and workspace2 (M, top_k, max(N, K)) in the activations' dtype, kept through
-  the sampler (``kept_workspace_bytes``; ``vllm_moe_backend`` picks the FP8 kernel where it differs);
+  the sampler (``kept_workspace_bytes``; ``vllm_moe_backend`` picks the FP8 kernel where it differs). Up to 0.17
+  M is the chunk, min(rows, VLLM_FUSED_MOE_CHUNK_SIZE: 16,384 from 0.12) (``_chunk_info``: Triton and DeepGEMM
+  experts' ``supports_chunking``, VLLM_ENABLE_FUSED_MOE_ACTIVATION_CHUNKING on by default), and past one chunk the
+  output (rows, K) is a buffer of its own beside them (``_allocate_buffers``: reused from workspace13 only at one
+  chunk); 0.18 has no chunking (M = the rows);
 * up to 0.14 the plain Triton path (read in 0.11.0: ``fused_moe/fused_moe.py::fused_experts_impl``) allocates its
   caches on each call and frees them with it: ``cache13`` = M·top_k·max(N, K) elements (``intermediate_cache1``, (M,
   top_k, N), and ``intermediate_cache3``, (M, top_k, K), share it: cache3 is written after cache1 is read) and
@@ -29,7 +33,7 @@ from kvledger.accounting.vllm_moe_backend import moe_workspace_term
 from kvledger.catalog.modelspec import ModelSpec
 
 __all__ = ["FUSED_MOE_CHUNK_SIZE", "fused_moe_chunk_size", "moe_dims", "moe_local_intermediate",
-           "kept_workspace_bytes",
+           "kept_workspace_bytes", "MODULAR_CHUNKED",
            "moe_workspace_bytes", "moe_workspace", "transient_workspace_bytes", "transient_workspace"]
 
 FUSED_MOE_CHUNK_SIZE = 32768
@@ -41,7 +45,8 @@ FUSED_MOE_CHUNK_SIZE_16K_FROM = (0, 12, 0)
 
 
 def fused_moe_chunk_size(ver: tuple[int, int, int]) -> int:
-    """``VLLM_FUSED_MOE_CHUNK_SIZE``'s default in vLLM ``ver``: 32,768 up to 0.11, 16,384 from 0.12."""
+    """``VLLM_FUSED_MOE_CHUNK_SIZE``'s default in vLLM ``ver``: 32,768 up to 0.11, 16,384 from 0.12 (``envs.py``,
+    read in 0.12.0–0.17.0; gone from 0.18.0)."""
     return 16 * 1024 if tuple(ver) >= FUSED_MOE_CHUNK_SIZE_16K_FROM else FUSED_MOE_CHUNK_SIZE
 
 
@@ -59,10 +64,24 @@ def moe_local_intermediate(model: ModelSpec, tp: int, ep: int = 1) -> float:
     return moe_dims(model)[0] / (1 if ep > 1 else tp)
 
 
-def kept_workspace_bytes(model: ModelSpec, num_tokens: int, tp: int, ep: int = 1) -> float:
-    """The modular kernel's workspaces, B: M × top_k × (max(I_local, h) + max(2·I_local, h)) × d."""
+MODULAR_CHUNKED = ((0, 11, 0), (0, 17, 0))
+"""The releases whose modular kernel sizes its kept workspaces for one chunk of VLLM_FUSED_MOE_CHUNK_SIZE rows
+(``fused_moe_chunk_size``; ``modular_kernel.py::_chunk_info`` and ``_allocate_buffers``, read in 0.11.2–0.17.0; 0.11.0's
+``_maybe_chunk_fused_experts`` alike, the output in its own ``SharedResizableBuffer``; 0.18.0 has neither the variable
+nor the chunking). Before 0.15 it matters only where a modular kernel runs (``vllm_moe_backend``: FP8 on Hopper)."""
+
+
+def kept_workspace_bytes(model: ModelSpec, num_tokens: int, tp: int, ep: int = 1,
+                         ver: tuple[int, int, int] | None = None) -> float:
+    """The modular kernel's workspaces, B: M × top_k × (max(I_local, h) + max(2·I_local, h)) × d; with ``ver`` in
+    ``MODULAR_CHUNKED`` and more rows than a chunk C (``fused_moe_chunk_size``), C × top_k × (…) × d + rows × h × d
+    (module doc)."""
     i, h = moe_local_intermediate(model, tp, ep), model.hidden_size
-    return num_tokens * model.experts_per_token * (max(i, h) + max(2 * i, h)) * model.dtype_bytes
+    per_row = model.experts_per_token * (max(i, h) + max(2 * i, h)) * model.dtype_bytes
+    chunk = fused_moe_chunk_size(ver) if ver is not None else num_tokens
+    if ver is None or not MODULAR_CHUNKED[0] <= tuple(ver) <= MODULAR_CHUNKED[1] or num_tokens <= chunk:
+        return num_tokens * per_row
+    return chunk * per_row + num_tokens * h * model.dtype_bytes
 
 
 def moe_workspace_bytes(model: ModelSpec, ver: tuple[int, int, int], num_tokens: int, tp: int = 1,
@@ -73,14 +92,14 @@ def moe_workspace_bytes(model: ModelSpec, ver: tuple[int, int, int], num_tokens:
     log, 7.38 GiB, is reproduced within 0.01 GiB without this term)."""
     if not model.is_moe or ver < (0, 15, 0) or model.quant.method == "mxfp4":
         return 0.0
-    return kept_workspace_bytes(model, num_tokens, tp, ep)
+    return kept_workspace_bytes(model, num_tokens, tp, ep, ver)
 
 
 def moe_workspace(model: ModelSpec, ver: tuple[int, int, int], num_tokens: int, tp: int, arch: str,
                   ep: int = 1) -> tuple[float, float, float, str]:
     """(point, low, high) B of fused-MoE workspace held after the forward, and why: the FP8 MoE backend each release
     picks for block FP8 on Hopper (``vllm_moe_backend``), else ``moe_workspace_bytes``."""
-    kept = kept_workspace_bytes(model, num_tokens, tp, ep) if model.is_moe else 0.0
+    kept = kept_workspace_bytes(model, num_tokens, tp, ep, ver) if model.is_moe else 0.0
     return moe_workspace_term(model, ver, arch, tp, num_tokens, kept,
                               moe_workspace_bytes(model, ver, num_tokens, tp, ep), ep)
 
