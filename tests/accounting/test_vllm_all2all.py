@@ -1,4 +1,4 @@
-"""vLLM's --all2all-backend (VLLM_ALL2ALL_BACKEND before 0.12): each release's choices, default and fallbacks, its
+"""vLLM's --all2all-backend (VLLM_ALL2ALL_BACKEND before 0.11.1): each release's choices, default and fallbacks, its
 refusals in vLLM's words, and the profile rows per backend (vllm_all2all.py), read in 0.9.0, 0.11.0, 0.12.0–0.15.0,
 0.17.0, 0.19.0, 0.26.0, 0.29.0 and 0.33.0 (config/parallel.py, envs.py, default_moe_runner.py::use_dp_chunking).
 
@@ -132,3 +132,21 @@ def test_choices_and_dp_chunking_read_in_0_12_to_0_18(ver, given, backend, rows)
     assert (c.backend, c.rows) == (backend, rows)
     if rows == "chunked":
         assert all2all_rows(c, 8192, 8) == 2048  # DP 8 × min(8,192, 256)
+
+
+def test_the_flag_came_in_0_11_1_and_launches_as_the_variable_before_it():
+    # vLLM 0.11.1 and 0.11.2 have ParallelConfig.all2all_backend (a Literal of 0.11.0's six choices, default None:
+    # VLLM_ALL2ALL_BACKEND's value) and engine/arg_utils.py's --all2all-backend, so a bad choice is argparse's
+    # "invalid choice" there, not envs.py's "Invalid value ... for VLLM_ALL2ALL_BACKEND" (0.11.0)
+    from kvledger.accounting.vllm_all2all import all2all_launch
+
+    for ver in ((0, 11, 1), (0, 11, 2)):
+        with pytest.raises(InputError, match="argument --all2all-backend: invalid choice: 'mori'"):
+            all2all_choice(ver, "mori")
+    with pytest.raises(InputError, match="Invalid value 'mori' for VLLM_ALL2ALL_BACKEND"):
+        all2all_choice((0, 11, 0), "mori")
+    # vllm serve before 0.11.1 has no --all2all-backend (argparse: unrecognized arguments): the launch sets the variable
+    flags = ["--tensor-parallel-size", "1", "--all2all-backend", "deepep_low_latency", "--max-num-seqs", "8"]
+    assert all2all_launch("0.10.2", flags) == (["VLLM_ALL2ALL_BACKEND=deepep_low_latency"],
+                                               ["--tensor-parallel-size", "1", "--max-num-seqs", "8"])
+    assert all2all_launch("0.11.1", flags) == ([], flags) == all2all_launch(None, flags)

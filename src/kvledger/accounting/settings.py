@@ -63,7 +63,7 @@ class PlanSettings:
             parallel 1: the MoE layers' experts whole over the TP ranks, expert_parallel.py).
         data_parallel_size, enable_dp_attention: vLLM's --data-parallel-size, SGLang's --dp-size with
             --enable-dp-attention (dp_attention.py); None: data parallel 1, off. all2all_backend: vLLM's
-            --all2all-backend (VLLM_ALL2ALL_BACKEND before 0.12; vllm_all2all.py), None: the version's default.
+            --all2all-backend (VLLM_ALL2ALL_BACKEND before 0.11.1; vllm_all2all.py), None: the version's default.
         max_model_len: tokens; None = derived from the config.
         contexts: context lengths to report concurrency at, tokens.
         gpu_memory_utilization: vLLM fraction of the device total. mem_fraction_static: SGLang.

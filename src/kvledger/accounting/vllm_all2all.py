@@ -8,7 +8,8 @@ How it is given (read in each release's ``config/parallel.py`` and ``envs.py``):
   the same variable and default, ``cuda_communicator.py`` also taking "deepep_high_throughput" and
   "deepep_low_latency".
 * 0.11.0: only ``VLLM_ALL2ALL_BACKEND``, default "allgather_reducescatter", checked by ``envs.py::env_with_choices``.
-* 0.12.0, 0.13.0: ``--all2all-backend`` (default None: the variable's value, with a deprecation warning).
+* 0.11.1–0.13.0: ``--all2all-backend`` (``ParallelConfig.all2all_backend``, the Literal of 0.11.0's choices, default
+  None: the variable's value; read in 0.11.1, 0.11.2, 0.12.0, 0.13.0; a deprecation warning from 0.12.0).
 * 0.14.0 on: ``--all2all-backend`` with default "allgather_reducescatter" (0.14.0/0.15.0 still let a set variable
   override it); its choices are ``All2AllBackend``'s Literal: "mori" from 0.15.0, "nixl_ep" and
   "flashinfer_nvlink_two_sided"/"_one_sided" from 0.18.0 (read in 0.18.0, 0.19.0), "deepep_v2",
@@ -41,8 +42,11 @@ from dataclasses import dataclass
 from kvledger.accounting.vllm_rules import LATEST, parse_version
 from kvledger.errors import InputError
 
-__all__ = ["All2AllChoice", "all2all_choice", "all2all_rows", "DP_CHUNK_TOKENS", "settings_choice"]
+__all__ = ["All2AllChoice", "all2all_choice", "all2all_rows", "DP_CHUNK_TOKENS", "settings_choice", "FLAG_FROM",
+           "all2all_launch"]
 
+FLAG_FROM = (0, 11, 1)
+"""The first release with ``--all2all-backend`` (``engine/arg_utils.py`` in 0.11.1; 0.11.0 reads the variable only)."""
 DP_CHUNK_TOKENS = 256
 """``VLLM_MOE_DP_CHUNK_SIZE``'s default (envs.py, 0.11.0 and 0.19.0): tokens per rank per chunked MoE call."""
 
@@ -98,12 +102,12 @@ def _choices(ver: tuple[int, int, int]) -> tuple[str, ...]:
 
 
 def _refuse(ver: tuple[int, int, int], given: str, choices: tuple[str, ...]) -> InputError:
-    """vLLM's own refusal of ``given``: 0.9's worker error, 0.11's environment check, from 0.12 argparse's."""
+    """vLLM's own refusal of ``given``: 0.9's worker error, 0.11.0's environment check, from 0.11.1 argparse's."""
     v = ".".join(map(str, ver))
     if ver < (0, 11, 0):
         return InputError(f"--all2all-backend {given} (vLLM {v} reads VLLM_ALL2ALL_BACKEND): vLLM {v} would raise "
                           f"'Unknown all2all backend: {given}' (cuda_communicator.py takes {' or '.join(choices)})")
-    if ver < (0, 12, 0):
+    if ver < FLAG_FROM:
         return InputError(f"--all2all-backend {given} (vLLM {v} reads VLLM_ALL2ALL_BACKEND): vLLM {v} would raise "
                           f"\"Invalid value '{given}' for VLLM_ALL2ALL_BACKEND. Valid options: {list(choices)}.\" "
                           "(envs.py)")
@@ -128,7 +132,7 @@ def all2all_choice(ver: tuple[int, int, int], given: str | None) -> All2AllChoic
         backend, how = "allgather_reducescatter", f"{how} {given}, removed (config/parallel.py), falls back to"
     if backend == "flashinfer_all2allv" and ver >= (0, 18, 0):
         backend = "flashinfer_nvlink_two_sided"
-    src = "config/parallel.py" if ver >= (0, 12, 0) else "envs.py VLLM_ALL2ALL_BACKEND"
+    src = "config/parallel.py" if ver >= FLAG_FROM else "envs.py VLLM_ALL2ALL_BACKEND"
     if backend in ("allgather_reducescatter", "naive"):
         return All2AllChoice(backend, given, "gathered", f"{how} {backend} ({src}), which gathers every DP rank's "
                              "profile rows into each MoE layer (distributed/device_communicators/all2all.py, "
@@ -162,3 +166,12 @@ def all2all_rows(choice: All2AllChoice | None, tokens: int, dp: int) -> int:
 def settings_choice(engine_version: str | None, given: str | None) -> All2AllChoice:
     """``all2all_choice`` for a plan's vLLM version as given (None: the latest read)."""
     return all2all_choice(parse_version((engine_version or LATEST).split()[0]), given)
+
+
+def all2all_launch(engine_version: str | None, flags: list[str]) -> tuple[list[str], list[str]]:
+    """(environment words, ``vllm serve`` flags) for launch ``flags``: before 0.11.1 ``--all2all-backend X`` becomes
+    ``VLLM_ALL2ALL_BACKEND=X`` (no such flag there: argparse refuses it); unchanged from 0.11.1 and with no version."""
+    if "--all2all-backend" not in flags or not engine_version or parse_version(engine_version) >= FLAG_FROM:
+        return [], flags
+    i = flags.index("--all2all-backend")
+    return [f"VLLM_ALL2ALL_BACKEND={flags[i + 1]}"], flags[:i] + flags[i + 2:]

@@ -47,7 +47,7 @@ class SimDataParallelFlags:
     pp: int | None = flag("--pp", "--pipeline-parallel-size", help=(
         "Not simulated: `kvledger plan` models pipeline stages; refused here."))
     all2all_backend: str | None = flag("--all2all-backend", help=(
-        "vLLM's expert-parallel all-to-all backend (VLLM_ALL2ALL_BACKEND before 0.12) for the DP ranks' memory plan: "
+        "vLLM's expert-parallel all-to-all backend (VLLM_ALL2ALL_BACKEND before 0.11.1) for the DP ranks' memory plan: "
         "the rows each GPU's MoE layers run in the profile, as `kvledger plan --all2all-backend` counts them "
         "(default: the version's); the release's own choices, others refused."))
 
@@ -80,7 +80,7 @@ class SearchDataParallelFlags:
     enable_dp_attention: bool = flag("--enable-dp-attention", default=False, help=(
         "SGLang's DP attention: not simulated (`kvledger plan` models its memory); refused here."))
     all2all_backend: str | None = flag("--all2all-backend", help=(
-        "vLLM's expert-parallel all-to-all backend for every DP candidate (VLLM_ALL2ALL_BACKEND before 0.12): the "
+        "vLLM's expert-parallel all-to-all backend for every DP candidate (VLLM_ALL2ALL_BACKEND before 0.11.1): the "
         "rows each GPU's MoE layers run in the profile, as `kvledger plan --all2all-backend` counts them."))
 
     def __post_init__(self) -> None:

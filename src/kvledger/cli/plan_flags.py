@@ -38,7 +38,7 @@ class PlanFlags(SglangNames):
         "pool per rank, experts whole over DP × TP GPUs) or SGLang's --dp-size with --enable-dp-attention (dp "
         "divides --tp). `simulate` runs vLLM's DP ranks too; SGLang's DP attention is plan only."))
     all2all_backend: str | None = flag("--all2all-backend", help=(
-        "vLLM's expert-parallel all-to-all backend (VLLM_ALL2ALL_BACKEND before 0.12), with --data-parallel-size and "
+        "vLLM's expert-parallel all-to-all backend (VLLM_ALL2ALL_BACKEND before 0.11.1), with --data-parallel-size and "
         "--enable-expert-parallel: the rows each GPU's MoE layers run in the profile (default: the version's, "
         "allgather_reducescatter from 0.11); the release's own choices, others refused."))
     enable_dp_attention: bool = flag("--enable-dp-attention", default=False, help=(

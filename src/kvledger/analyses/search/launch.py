@@ -1,17 +1,15 @@
 """The launch commands a candidate's plan assumed: ``vllm serve …``, SGLang's equivalent, and the ``kvledger plan``
 line that re-derives its KV pool.
 
-Every engine flag is written out with the value the memory plan resolved (defaults included),
-so the command starts the engine the search simulated (but for a --max-model-len lowered where the model's default
-may not start, which serves the same run: ``launch_len``): vLLM's flags are the plan's own inputs
-(``--tensor-parallel-size``, ``--max-model-len``, ``--gpu-memory-utilization``,
-``--kv-cache-dtype``, ``--max-num-seqs``, ``--max-num-batched-tokens``; prefix caching only when
-the search set it, on the check line too; ``--quantization fp8`` when the search was given it, on SGLang's line too).
-``kvledger plan`` takes the same flags, so the check line gives the same
-blocks. SGLang's flags carry the same TP, context, running-request cap and chunk budget; its
-KV pool follows ``mem_fraction_static`` rules, not vLLM's, so the command leaves that at
-SGLang's default and says the simulated pool is the vLLM one (``kvledger plan --engine sglang``
-shows SGLang's).
+Every engine flag is written out with the value the memory plan resolved (defaults included), so the command starts
+the engine the search simulated (but for a --max-model-len lowered where the model's default may not start, which
+serves the same run: ``launch_len``): vLLM's flags are the plan's own inputs (``--tensor-parallel-size``,
+``--max-model-len``, ``--gpu-memory-utilization``, ``--kv-cache-dtype``, ``--max-num-seqs``,
+``--max-num-batched-tokens``; prefix caching only when the search set it, on the check line too; ``--quantization fp8``
+when the search was given it, on SGLang's line too; an all-to-all backend as ``VLLM_ALL2ALL_BACKEND`` before 0.11.1).
+``kvledger plan`` takes the same flags, so the check line gives the same blocks. SGLang's flags carry the same TP,
+context, running-request cap and chunk budget; its KV pool follows ``mem_fraction_static`` rules, not vLLM's, so the
+command leaves that at SGLang's default and says the simulated pool is vLLM's (``plan --engine sglang``: SGLang's).
 """
 
 from __future__ import annotations
@@ -22,6 +20,7 @@ from typing import Any
 
 from kvledger.accounting.max_model_len import ALLOW_LONG_ENV, engine_config_len
 from kvledger.accounting.sglang_rules import SGLANG_LATEST, sglang_version_text
+from kvledger.accounting.vllm_all2all import all2all_launch
 from kvledger.analyses.search.launch_len import launch_len_note
 from kvledger.analyses.search.launch_nodes import on_nodes
 from kvledger.analyses.search.reasons import PRICE_REASONS
@@ -56,11 +55,12 @@ def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | N
     flags += (["--data-parallel-size", str(dp)] if dp > 1 else []) + quant + (
         ["--enable-expert-parallel"] if p.get("enable_expert_parallel") else [])  # vLLM and the plan
     flags += ["--mamba-ssm-cache-dtype", p["mamba_ssm_cache_dtype"]] if p.get("mamba_ssm_cache_dtype") else []
-    flags += ["--all2all-backend", p["all2all_backend"]] if p.get("all2all_backend") else []  # plan's; vLLM ≥0.12
+    flags += ["--all2all-backend", p["all2all_backend"]] if p.get("all2all_backend") else []  # plan's; vLLM ≥0.11.1
     flags += [] if pc is None else ["--enable-prefix-caching" if pc else "--no-enable-prefix-caching"]  # plan too
     env, retention = launch_words(p.get("prefix_cache_retention_interval"), engine_version)  # 0.23–0.28: the env
     deprecated = ["--allow-deprecated-quantization"] if p.get("allow_deprecated_quantization") else []  # vLLM only
-    vllm = [*env, "vllm", "serve", model_id, *flags, *retention, *deprecated]  # not plan flags: check leaves them
+    a2a_env, vflags = all2all_launch(engine_version, flags)  # before 0.11.1 the backend is VLLM_ALL2ALL_BACKEND
+    vllm = [*env, *a2a_env, "vllm", "serve", model_id, *vflags, *retention, *deprecated]  # not plan flags: check leaves
     check = ["kvledger", "plan", plan_model, "--gpu", gpu_id, *flags] + (["--engine-version", engine_version]
                                                                        if engine_version else []) + (
         ["--wddm"] if p.get("wddm") else [])
