@@ -126,6 +126,11 @@ def test_deepep_is_taken_from_0_9_1_and_its_low_latency_rows_chunk(ver):
     ((0, 16, 0), "flashinfer_all2allv", "flashinfer_all2allv", "chunked"),
     ((0, 17, 0), "mori", "mori", "chunked"),
     ((0, 26, 0), "deepep_low_latency", "deepep_low_latency", "unmodelled"),  # no VLLM_MOE_DP_CHUNK_SIZE in 0.26
+    ((0, 19, 0), "mori", "mori", "chunked"),  # 0.19.0's envs.py still has VLLM_MOE_DP_CHUNK_SIZE = 256
+    # 0.20.0 and 0.25.0 (read: envs.py has no VLLM_MOE_DP_CHUNK_SIZE, fused_moe/ no use_dp_chunking): not chunked,
+    # the gathered DP × T rows kept as for any unmodelled backend (was 0.18's chunking, "the last release read")
+    ((0, 20, 0), "deepep_low_latency", "deepep_low_latency", "unmodelled"),
+    ((0, 25, 0), "nixl_ep", "nixl_ep", "unmodelled"),
 ])
 def test_choices_and_dp_chunking_read_in_0_12_to_0_18(ver, given, backend, rows):
     c = all2all_choice(ver, given)
@@ -150,3 +155,16 @@ def test_the_flag_came_in_0_11_1_and_launches_as_the_variable_before_it():
     assert all2all_launch("0.10.2", flags) == (["VLLM_ALL2ALL_BACKEND=deepep_low_latency"],
                                                ["--tensor-parallel-size", "1", "--max-num-seqs", "8"])
     assert all2all_launch("0.11.1", flags) == ([], flags) == all2all_launch(None, flags)
+
+
+def test_mori_splits_in_0_23_and_deepep_v2_comes_in_0_24():
+    # config/parallel.py All2AllBackend: 0.22.0 still "mori"; 0.23.0 "mori_high_throughput"/"mori_low_latency" in its
+    # place; 0.24.0 adds "deepep_v2" (read in 0.22.0, 0.23.0, 0.24.0, 0.25.0; were 0.26.0's changes)
+    assert all2all_choice((0, 22, 0), "mori").backend == "mori"
+    for ver in ((0, 23, 0), (0, 24, 0)):
+        with pytest.raises(InputError, match="invalid choice: 'mori'"):
+            all2all_choice(ver, "mori")
+        assert all2all_choice(ver, "mori_low_latency").backend == "mori_low_latency"
+    with pytest.raises(InputError, match="invalid choice: 'deepep_v2'"):
+        all2all_choice((0, 23, 0), "deepep_v2")
+    assert all2all_choice((0, 24, 0), "deepep_v2").rows == "unmodelled"

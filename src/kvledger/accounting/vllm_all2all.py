@@ -12,9 +12,10 @@ How it is given (read in each release's ``config/parallel.py`` and ``envs.py``):
   None: the variable's value; read in 0.11.1, 0.11.2, 0.12.0, 0.13.0; a deprecation warning from 0.12.0).
 * 0.14.0 on: ``--all2all-backend`` with default "allgather_reducescatter" (0.14.0/0.15.0 still let a set variable
   override it); its choices are ``All2AllBackend``'s Literal: "mori" from 0.15.0, "nixl_ep" and
-  "flashinfer_nvlink_two_sided"/"_one_sided" from 0.18.0 (read in 0.18.0, 0.19.0), "deepep_v2",
-  "mori_high_throughput"/"_low_latency" (no plain "mori") in 0.26.0–0.29.0, "moonep" in 0.33.0 ("passthrough" there
-  too, but removed from the CLI choices in ``engine/arg_utils.py``). Releases not read take the last read before them.
+  "flashinfer_nvlink_two_sided"/"_one_sided" from 0.18.0 (read in 0.18.0–0.22.0), "mori_high_throughput"/
+  "_low_latency" (no plain "mori") from 0.23.0, "deepep_v2" from 0.24.0 (read in 0.23.0–0.26.0, 0.28.0, 0.29.0),
+  "moonep" in 0.33.0 ("passthrough" there too, but removed from the CLI choices in ``engine/arg_utils.py``). Releases
+  not read take the last read before them.
 * Fallbacks: 0.17.0 turns "pplx" into "allgather_reducescatter" (``ParallelConfig.__post_init__``); 0.19.0 on, "naive"
   and "pplx"; 0.18.0 on, "flashinfer_all2allv" is an alias of "flashinfer_nvlink_two_sided".
 
@@ -31,7 +32,7 @@ The profile rows on one GPU under DP + EP (DP ranks each dummy-running max_num_b
   DP × min(T, 256) rows per call. Their batched experts' workspace ((local experts, 256 × DP, K):
   ``fused_batched_moe.py::BatchedTritonExperts.workspace_shapes``) and the backends' own communication buffers are not
   modelled: the plan prices those rows with its standard-format workspace rule and says so.
-* any other choice (0.33.0 has no DP chunking at all; the mori/nixl/flashinfer/moonep/deepep_v2 kernels' formats):
+* any other choice (0.20.0 on has no DP chunking at all; the mori/nixl/flashinfer/moonep/deepep_v2 kernels' formats):
   not modelled; the plan keeps the gathered DP × T rows and says so.
 """
 
@@ -59,7 +60,8 @@ _CHOICES: tuple[tuple[tuple[int, int, int], tuple[str, ...]], ...] = (
     ((0, 11, 0), _BASE),
     ((0, 15, 0), (*_BASE[:4], "mori", *_BASE[4:])),
     ((0, 18, 0), (*_BASE[:4], "mori", "nixl_ep", *_BASE[4:], *_FI)),
-    ((0, 26, 0), (*_BASE[:4], "deepep_v2", "mori_high_throughput", "mori_low_latency", "nixl_ep", *_BASE[4:], *_FI)),
+    ((0, 23, 0), (*_BASE[:4], "mori_high_throughput", "mori_low_latency", "nixl_ep", *_BASE[4:], *_FI)),
+    ((0, 24, 0), (*_BASE[:4], "deepep_v2", "mori_high_throughput", "mori_low_latency", "nixl_ep", *_BASE[4:], *_FI)),
     ((0, 33, 0), (*_BASE[:4], "deepep_v2", "mori_high_throughput", "mori_low_latency", "moonep", "nixl_ep",
                   *_BASE[4:], *_FI)),
 )
@@ -71,15 +73,15 @@ _CHUNKED: tuple[tuple[tuple[int, int, int], tuple[str, ...]], ...] = (
     ((0, 15, 0), (*_PPLX_LL, "mori")),
     ((0, 16, 0), (*_PPLX_LL, "mori", "flashinfer_all2allv")),
     ((0, 18, 0), ("deepep_low_latency", "mori", "flashinfer_nvlink_two_sided", "nixl_ep")),
-    ((0, 26, 0), ()),
+    ((0, 20, 0), ()),
 )
 """The backends whose MoE layer runs DP-chunked (256 tokens per rank, ``MOE_DP_CHUNK_SIZE`` in 0.9.0/0.9.1, then
 ``VLLM_MOE_DP_CHUNK_SIZE``), from each read release on: ``fused_moe/layer.py`` sends pplx (0.9.0 on) and
 deepep_low_latency (0.9.1 on) to ``forward_impl_chunked`` (read in 0.9.0–0.9.2, 0.10.0–0.10.2, 0.11.0), then its
 ``use_dp_chunking`` (0.12.0–0.14.0) adds mori in 0.15.0 and flashinfer_all2allv in 0.16.0; 0.17.0's
 ``runner/default_moe_runner.py::use_dp_chunking`` drops pplx (removed: it falls back), 0.18.0 and 0.19.0 chunk
-deepep_low_latency, mori, flashinfer_nvlink_two_sided (flashinfer_all2allv its alias) and nixl_ep; 0.26.0, 0.28.0 and
-0.33.0 have no DP chunking (no ``VLLM_MOE_DP_CHUNK_SIZE``). Releases not read take the last read before them."""
+deepep_low_latency, mori, flashinfer_nvlink_two_sided (flashinfer_all2allv its alias) and nixl_ep; 0.20.0 on has no DP
+chunking (no ``VLLM_MOE_DP_CHUNK_SIZE`` nor ``use_dp_chunking``: read in 0.20.0–0.26.0, 0.28.0 and 0.33.0)."""
 
 
 def _chunked(ver: tuple[int, int, int]) -> tuple[str, ...]:
