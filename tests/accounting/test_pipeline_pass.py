@@ -81,12 +81,16 @@ def test_the_tp_fix_of_a_pp_plan_says_it_doubles_the_replicas_gpus():
 
 
 def test_a_tensor_tp_does_not_divide_is_sent_whole_by_every_rank():
-    # send_tensor_dict splits only where tp divides the elements: hidden 100 at TP 3 → each rank sends all 10 tokens ×
-    # 100 B = 1,000 B over the 50 GB/s NIC (0.02 µs) + 2.7 µs, and no all-gather follows: 2.72 µs (split, TP 4 divides
-    # hidden 100: 250 B + the gather of 750 B at 450 GB/s and 3 × 0.6 µs: 2.705 + 1.8017 = 4.5067 µs)
+    # send_tensor_dict splits only where tp divides the tensor's elements, tokens × hidden (vLLM 0.19
+    # parallel_state.py::_should_use_all_gather: numel % world_size): hidden 50 (100 B a token over both tensors) at
+    # TP 3 and 10 tokens, 500 elements, 500 % 3 = 2 → each rank sends all 1,000 B over the 50 GB/s NIC (0.02 µs) +
+    # 2.7 µs, and no all-gather follows: 2.72 µs. At 12 tokens, 600 % 3 = 0: split, 1,200 / 3 = 400 B (0.008 µs) + 2.7
+    # µs + the gather of 800 B at 450 GB/s and 2 × 0.6 µs. TP 4 at 10 tokens (500 = 4 × 125): split, 250 B + the
+    # gather of 750 B at 450 GB/s and 3 × 0.6 µs. (The rule was hidden % tp alone: TP 3 sent 12 tokens whole.)
     from kvledger.accounting.pipeline_pass import PipelineSends
 
-    whole = PipelineSends(2, 3, 100, 1, 0, 50e9, 450e9, "given", split=False)
-    assert whole.seconds(10) == pytest.approx(2.72e-6, rel=1e-9)
-    sliced = PipelineSends(2, 4, 100, 1, 0, 50e9, 450e9, "given")
+    tp3 = PipelineSends(2, 3, 100, 1, 0, 50e9, 450e9, "given", hidden=50)
+    assert tp3.seconds(10) == pytest.approx(2.72e-6, rel=1e-9)
+    assert tp3.seconds(12) == pytest.approx(2.7e-6 + 400 / 50e9 + 2 * 0.6e-6 + 800 / 450e9, rel=1e-9)
+    sliced = PipelineSends(2, 4, 100, 1, 0, 50e9, 450e9, "given", hidden=50)
     assert sliced.seconds(10) == pytest.approx(2.7e-6 + 250 / 50e9 + 3 * 0.6e-6 + 750 / 450e9, rel=1e-9)

@@ -44,8 +44,10 @@ class PipelineSends:
         pp, tp: stages and GPUs per stage. bytes_per_token: what one boundary carries per token, B (all tp slices).
         across_nodes / within_node: boundaries whose slices cross the network / stay on the scale-up link.
         nic_bytes_per_s, scaleup_bytes_per_s: one-direction bandwidth a GPU sends its slice at, B/s.
-        nic_source: where the NIC figure comes from. split: tp divides hidden_size, so each rank sends 1/tp (else
-            every rank sends the whole tensors and nothing is gathered: send_tensor_dict's numel check).
+        nic_source: where the NIC figure comes from. hidden: elements per token of each sent tensor (hidden_size;
+            0: taken as divisible). vLLM 0.19's ``GroupCoordinator._should_use_all_gather`` splits a tensor where tp
+            divides its elements, tokens × hidden (``numel() % world_size``), so each rank sends 1/tp; else every rank
+            sends the whole tensor and nothing is gathered.
     """
 
     pp: int
@@ -56,14 +58,14 @@ class PipelineSends:
     nic_bytes_per_s: float
     scaleup_bytes_per_s: float
     nic_source: str
-    split: bool = True
+    hidden: int = 0
 
     def seconds(self, tokens: int) -> float:
         """Time the pass spends on its sends for a step of ``tokens`` tokens, s (module doc)."""
         from kvledger.accounting.tp_network import NET_HOP_LATENCY_S, NVLINK_HOP_LATENCY_S
 
         whole = tokens * self.bytes_per_token
-        split = self.tp > 1 and self.split  # send_tensor_dict splits a tensor only where tp divides its elements
+        split = self.tp > 1 and tokens * self.hidden % self.tp == 0  # numel() % tp: each step's own tokens
         sl = whole / self.tp if split else whole
         net = self.across_nodes * (NET_HOP_LATENCY_S + sl / self.nic_bytes_per_s)
         near = self.within_node * (NVLINK_HOP_LATENCY_S + sl / self.scaleup_bytes_per_s)
@@ -96,7 +98,7 @@ def pipeline_sends(model: ModelSpec, gpu: GpuSpec, s: PlanSettings) -> PipelineS
     has_link = gpu.interconnect_bytes_per_s > 0 or gpu.host_link_bytes_per_s > 0
     scaleup = link_bytes_per_s(gpu, s.allreduce_link_share) if has_link else nic
     return PipelineSends(s.pp, s.tp, SENT_TENSORS * model.hidden_size * model.dtype_bytes, across, s.pp - 1 - across,
-                         nic, scaleup, src, model.hidden_size % s.tp == 0)
+                         nic, scaleup, src, model.hidden_size)
 
 
 def pipeline_roofline(roof: Any, model: ModelSpec, gpu: GpuSpec, s: PlanSettings) -> Any:
