@@ -220,3 +220,36 @@ def test_a_plan_across_nodes_keeps_the_short_output_short(layout, warning):
     else:  # TP 16 spans the nodes: 8 GPUs a node × one 400 Gb/s (50 GB/s) NIC each = 400 GB/s, the ring's bound
         assert lines[-1] == "roofline priced by: TP all-reduces as NCCL's ring across 2 nodes at 400 GB/s"
         assert "(bound by the NICs: 8 GPUs a node × 50 GB/s NIC each = 400 GB/s" in flat
+
+
+@pytest.mark.parametrize("model", ["deepseek-ai/DeepSeek-R1", "meta-llama/Llama-3.1-405B-Instruct"])
+def test_an_sglang_tp16_plan_on_two_nodes_is_not_told_nnodes_2(model):
+    # SGLang TP 16 on H100 (8 GPUs an SXM5 board): already on 2 nodes of 8 (its warning says so), so its fix is the
+    # KV dtype alone; "--kv-cache-dtype fp8_e4m3 --nnodes 2" wrapped to a second line and, with the note that --gpu
+    # H100 chose the SXM5 row, the short plan ran to 27 lines
+    short = _out("plan", model, "--engine", "sglang", "--tp", "16", "--gpu", "H100")
+    lines = short.splitlines()
+    assert len(lines) <= 26 and max(len(line) for line in lines) <= 80
+    assert lines[-1] == "roofline priced by: TP all-reduces as NCCL's ring across 2 nodes at 400 GB/s"
+    assert "--nnodes" not in short
+    # fp8_e4m3 halves the bytes a token: DeepSeek-R1, 61 × (512 + 64) × 1 B = 35,136 B, 21.52 GiB of KV holds 657,771
+    # 1-token blocks, ÷ 163,840 = 4.01x; Llama-3.1-405B, 2 × 126 × 1 KV head × 128 × 1 B = 32,256 B, 15.14 GiB holds
+    # 503,917 blocks, ÷ 131,072 = 3.84x
+    fix = ("  → --kv-cache-dtype fp8_e4m3: 4 concurrent 163,840-token requests (4.01x)" if "DeepSeek" in model else
+           "  → --kv-cache-dtype fp8_e4m3: 3 concurrent 131,072-token requests (3.84x)")
+    assert fix in lines
+
+
+def test_deepseek_r1_on_8_h200_keeps_the_short_plan_short():
+    # the MLA note (what DP attention would hold) took 5 lines at 80 columns and the short plan ran to 27 with the note
+    # that --gpu H200 chose the SXM5 row; the short plan gives its facts in 3, the whole of it under --verbose.
+    # 40,354 blocks × 16 tokens = 645,664 KV tokens at TP 8; DP 8 × TP 1: 8 × 406,192 = 3,249,536, ÷ 645,664 = 5.03×
+    args = ("plan", "deepseek-ai/DeepSeek-R1", "--tp", "8", "--gpu", "H200")
+    short, full = _out(*args), _out(*args, "--verbose")
+    lines = short.splitlines()
+    assert len(lines) <= 26 < len(full.splitlines()) and max(len(line) for line in lines) <= 80
+    assert ("note: MLA's latent KV is copied on all 8 TP ranks: --data-parallel-size 8 --enable-expert-parallel --tp 1 "
+            "holds 5.03× the KV tokens on these GPUs (8 × 406,192 against 645,664, vLLM 0.33.0 rules)") \
+        in " ".join(short.split())
+    assert "8 × 406,192 = 3,249,536 KV tokens on the same 8 GPUs (5.03×" in " ".join(full.split())
+    assert "  → --tp 16 --nnodes 2: 7 concurrent 163,840-token requests (7.79x)" in lines  # TP 8 is one node: 2 is new

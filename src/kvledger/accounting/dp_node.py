@@ -121,9 +121,10 @@ def _flags(alt) -> str:
     return dp_words(alt) + (" --tp 1" if alt.tp == 1 else "")
 
 
-def dp_remedy(plan, build: Callable[..., Any]) -> str | None:
+def dp_remedy(plan, build: Callable[..., Any]) -> tuple[str, str] | None:
     """For an MLA model at TP > 1 without data parallelism: what DP attention on the same GPUs would hold, computed by
-    ``build`` (``build_plan``) with the engine's DP flags; None where it does not apply, fails or does not fit."""
+    ``build`` (``build_plan``) with the engine's DP flags, as (the whole note, its facts in one note of the short plan,
+    at most 3 lines at 80 columns); None where it does not apply, fails or does not fit."""
     gain = _dp_gain(plan, build)
     if gain is None:
         return None
@@ -132,7 +133,9 @@ def dp_remedy(plan, build: Callable[..., Any]) -> str | None:
     return (f"MLA keeps one latent KV head, copied on each of the {tp} TP ranks: this TP {tp} replica holds "
             f"{now:,} KV tokens on {tp} GPUs; {_flags(alt)} gives each GPU its own pool: {tp} × {rank:,} = {total:,} "
             f"KV tokens on the same {tp} GPUs ({total / now:.2f}×, {rules}, computed by the same plan; `kvledger "
-            "plan` with those flags shows it)")
+            "plan` with those flags shows it)",
+            f"MLA's latent KV is copied on all {tp} TP ranks: {_flags(alt)} holds {total / now:.2f}× the KV tokens "
+            f"on these GPUs ({tp} × {rank:,} against {now:,}, {rules})")
 
 
 def dp_hint(plan, build: Callable[..., Any]) -> str | None:

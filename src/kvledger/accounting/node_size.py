@@ -139,13 +139,15 @@ def assume_nodes(gpu: GpuSpec, s: PlanSettings) -> tuple[PlanSettings, NodeAssum
 
 
 def nodes_flag(q, p) -> str:
-    """`` --nnodes N`` for a fix whose re-plan ``q`` assumed N nodes, other than those of the plan ``p`` it advises
-    (a higher TP, another GPU), so that the suggested command says the nodes its figure holds; else "". SGLang's plan
-    keeps --nnodes as given in its settings, but its ranks span the nodes its warning names (``q.nodes.nnodes``), and
-    ``sglang.launch_server`` takes the same --nnodes (TensorRT-LLM's MPI world takes none: "")."""
+    """`` --nnodes N`` for a fix whose re-plan ``q`` assumed N nodes, other than those the plan ``p`` it advises already
+    runs on (a higher TP, another GPU), so that the suggested command says the nodes its figure holds; else "". SGLang's
+    plan keeps --nnodes as given in its settings, but its ranks span the nodes its warning names (``nodes.nnodes``),
+    and ``sglang.launch_server`` takes the same --nnodes (TensorRT-LLM's MPI world takes none: ""): an SGLang TP 16
+    plan already on 2 nodes of 8 is not told --nnodes 2 again."""
     if q.nodes is None or q.nodes.engine not in ("vllm", "sglang"):
         return ""
-    return f" --nnodes {q.nodes.nnodes}" if q.nodes.nnodes != p.settings.nnodes else ""
+    on = p.nodes.nnodes if p.nodes is not None else p.settings.nnodes
+    return f" --nnodes {q.nodes.nnodes}" if q.nodes.nnodes != on else ""
 
 
 def beyond_a_node(tp: int, gpu: GpuSpec) -> str:

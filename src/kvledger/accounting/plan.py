@@ -117,6 +117,7 @@ class Plan:
     nodes: NodeAssumption | None = None  # the nodes assumed where --nnodes leaves too many GPUs on one (node_size.py)
     data_parallel: DataParallelFacts | None = None  # the DP ranks' figures (dp_node.py); None at DP 1
     dp_remedy: str | None = None  # MLA at TP > 1: what DP attention would hold, computed (dp_node.py)
+    dp_brief: str | None = None  # the same in one note for the short plan (not in the JSON)
     stage_kv: KVLedger | None = None  # vLLM with PP: the KV ledger of the binding stage's layers alone, per GPU
     given: PlanSettings | None = None  # the settings as the caller gave them (None: ``settings`` are those)
 
@@ -156,8 +157,7 @@ class Plan:
                              f"plan holds rows at {', '.join(f'{c:,}' for c in self.planned_contexts)}")
         at = self.at_max_model_len
         row = next((r for r in self.concurrency if r.context_tokens == context_tokens), None)
-        if row is None and at is not None and at.context_tokens == context_tokens:
-            return at
+        row = row or (at if at is not None and at.context_tokens == context_tokens else None)
         return row or concurrency_rows(self.memory, self.layout, self.stage_kv or self.kv, self.inflight_tokens,
                                        [context_tokens])[0]
 
@@ -174,8 +174,7 @@ class Plan:
     def kv_facts(self) -> KVFacts:
         from kvledger.accounting import plan_json
         bind = next((st for st in self.memory.stages if st["binds"]), None)
-        return plan_json.KVFacts(self.kv, self.stage_kv if bind else None,
-                                 plan_json.stage_scope(bind) if bind else None)
+        return plan_json.KVFacts(self.kv, *((self.stage_kv, plan_json.stage_scope(bind)) if bind else (None, None)))
 
     def settings_json(self) -> dict[str, Any]:
         """The JSON's ``settings``: as run, each default resolved, as ``resolved_from`` names it (plan_json.py)."""
@@ -296,5 +295,6 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     from kvledger.accounting.advice_mnbt import dp_budget_note  # a DP + EP plan's lower token budget: a note only
     plan = replace(plan, memory=replace(mem, notes=(*mem.notes, *dp_budget_note(plan, build_plan))))
     wf = tuple(waterfall(plan)) if s.engine == "vllm" and mem.fits else ()
-    return replace(plan, advice=advise(plan, build_plan), waterfall=wf, dp_remedy=dp_remedy(plan, build_plan))
+    remedy, brief = dp_remedy(plan, build_plan) or (None, None)
+    return replace(plan, advice=advise(plan, build_plan), waterfall=wf, dp_remedy=remedy, dp_brief=brief)
 

@@ -96,7 +96,7 @@ def summary_lines(p: Plan, *, verbose: bool = True) -> list[str]:
             capped = (f" — what the KV holds; the engine runs at most max_num_seqs = {cap[0].running_cap:,} at once, "
                       f"the limit {where}")
         out.append(f"concurrency ({_per(p)}): {rows}{capped}{_decode_clause(p)}")
-    return out + _dp_lines(p) + ([_roofline_line(p.roofline)] if p.roofline is not None else [])
+    return out + _dp_lines(p, verbose) + ([_roofline_line(p.roofline)] if p.roofline is not None else [])
 
 
 def _at_len(p: Plan) -> str:
@@ -114,11 +114,13 @@ def _per(p: Plan) -> str:
     return "per DP rank" if p.data_parallel is not None else "per replica"
 
 
-def _dp_lines(p: Plan) -> list[str]:
-    """The DP ranks' totals and the rule they follow, or the DP-attention remedy of an MLA model at TP > 1."""
+def _dp_lines(p: Plan, verbose: bool = True) -> list[str]:
+    """The DP ranks' totals and the rule they follow, or the DP-attention remedy of an MLA model at TP > 1 (its facts
+    in one note unless ``verbose``)."""
     d = p.data_parallel
     if d is None:
-        return [f"note: {p.dp_remedy}"] if p.dp_remedy else []
+        note = p.dp_remedy if verbose or p.dp_brief is None else p.dp_brief
+        return [f"note: {note}"] if note else []
     reqs = "; ".join(f"{r.context_tokens:,} tokens: {d.ranks} × {r.per_rank:,} = {r.total:,} requests"
                      for r in d.requests)
     rule = next((n for n in p.memory.notes if n.startswith(d.flags)), d.rule)
