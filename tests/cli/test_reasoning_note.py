@@ -4,7 +4,7 @@ note naming the trace's mean output length and the flags that set the lengths; n
 from __future__ import annotations
 
 import pytest
-from cli_run import cli_json
+from cli_run import cli_json, run_cli
 
 from kvledger.catalog.reasoning import reasoning_template
 
@@ -44,3 +44,20 @@ def test_cost_carries_the_note_and_a_non_reasoning_model_gets_none():
 ])
 def test_the_families_marked_by_their_chat_templates(hub_id, reasons):
     assert (reasoning_template(hub_id) is not None) is reasons
+
+
+def test_search_carries_the_note_once_in_its_short_output():
+    # every candidate's probes replay azure-conv's first 50 requests: 116 tokens out on average, as simulate's note
+    args = ("search", "Qwen/Qwen3-8B", "--slo", "ttft=500ms,tpot=50ms", "--gpus", "H100", "--tp", "1",
+            "--num-requests", "50", "--rate", "5")
+    d = cli_json(*args)
+    note = ("Qwen/Qwen3-8B is a reasoning model (its chat template thinks unless a request sets "
+            "enable_thinking=false); " + NOTE_TAIL)
+    assert [n for n in d["notes"] if "reasoning model" in n] == [note]
+    text = " ".join(run_cli(*args).output.split())  # its lines as one
+    assert text.count("is a reasoning model") == 1 and f"note: {note}" in text
+    plain = cli_json("search", "meta-llama/Llama-3.1-8B", *args[2:])
+    assert not any("reasoning model" in n for n in plain["notes"])
+    # a synthetic workload is the user's own lengths: nothing to say
+    synth = cli_json(*args, "--prompt-lengths", "fixed:512", "--output-lengths", "fixed:1024")
+    assert not any("reasoning model" in n for n in synth["notes"])

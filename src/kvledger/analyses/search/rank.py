@@ -188,8 +188,10 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
     elif spec.step_cost == "roofline":
         notes.append(_default_pricing_note(spec, entries))
     from kvledger.analyses.search.gemm_note import gemm_note, link_note, quantization_note
+    from kvledger.analyses.serving.reasoning_note import search_reasoning_note
 
-    notes += [n for n in (quantization_note(spec), gemm_note(spec, entries), link_note(spec, entries)) if n is not None]
+    notes += [n for n in (quantization_note(spec), gemm_note(spec, entries), link_note(spec, entries),
+                          search_reasoning_note(spec, entries)) if n is not None]  # simulate's and cost's note
     from kvledger.analyses.search.api_side import api_side
 
     api = api_side(spec, feasible)

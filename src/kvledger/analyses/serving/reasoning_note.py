@@ -4,7 +4,9 @@ length is assumed: the note names the trace's mean and the flags that set the le
 
 from __future__ import annotations
 
-__all__ = ["reasoning_note"]
+from typing import Any
+
+__all__ = ["reasoning_note", "search_reasoning_note"]
 
 
 def reasoning_note(model: str, trace: str, output_tokens_mean: float) -> str | None:
@@ -19,3 +21,13 @@ def reasoning_note(model: str, trace: str, output_tokens_mean: float) -> str | N
     return (f"{given} is a reasoning model ({words}); the trace {trace}'s outputs average {output_tokens_mean:,.0f} "
             "tokens, and the model's in use, thinking included, are likely far longer: --prompt-lengths with "
             "--output-lengths simulates the lengths you expect")
+
+
+def search_reasoning_note(spec: Any, entries: list[dict[str, Any]]) -> str | None:
+    """``reasoning_note`` for a search's model on its trace, the same seeded requests every candidate's probes replayed
+    (a feasible entry's ``workload``: its trace and output mean); None for a synthetic or session workload, whose
+    lengths the user set, and where no candidate was simulated to a capacity."""
+    if spec.synthetic is not None:
+        return None
+    wl = next((e["workload"] for e in entries if e.get("status") == "feasible" and e.get("workload")), None)
+    return None if wl is None else reasoning_note(spec.model, wl["trace"], wl["output_tokens_mean"])
