@@ -85,9 +85,11 @@ def build_app(command: str | None = None) -> Any:
     if command is not None:  # a module may register several commands (catalog_cmd: models, gpus, prices)
         application.registered_commands = [i for i in application.registered_commands if i.name == command]
 
+    from kvledger.cli.help_width import narrow_help
     from kvledger.cli.limits import SELF_CHECKED, checked
 
     for info in application.registered_commands:
+        info.cls = narrow_help(info.cls)  # --help within the console's width (help_width.py)
         if info.name not in SELF_CHECKED and not getattr(info.callback, "range_checked", False):
             info.callback = checked(info.name or info.callback.__name__, info.callback)
     for info in application.registered_commands:  # a message raised deep in a reader names the command being run
