@@ -20,6 +20,7 @@ from kvledger.analyses.search.order import TieBreak, first_cost, rank_key, ranke
 from kvledger.analyses.search.price_flip import flip_notes
 from kvledger.analyses.search.prune import Screening, screening
 from kvledger.analyses.search.spec import SearchSpec
+from kvledger.analyses.serving.reasoning_note import search_reasoning_note
 from kvledger.jsonable import to_jsonable
 
 __all__ = ["BILL_COVERS", "rank_key", "pareto", "SearchResult", "build_result"]
@@ -188,8 +189,6 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
     elif spec.step_cost == "roofline":
         notes.append(_default_pricing_note(spec, entries))
     from kvledger.analyses.search.gemm_note import gemm_note, link_note, quantization_note
-    from kvledger.analyses.serving.reasoning_note import search_reasoning_note
-
     notes += [n for n in (quantization_note(spec), gemm_note(spec, entries), link_note(spec, entries),
                           search_reasoning_note(spec, entries)) if n is not None]  # simulate's and cost's note
     from kvledger.analyses.search.api_side import api_side
