@@ -163,7 +163,6 @@ def _answer(sb: SimBoundary) -> str:
     """The search's first line: the SLO capacity (with ``--seeds``, its range over the seeds), per replica and GPU."""
     from rich.markup import escape
 
-    from kvledger.analyses.serving.work_bounds import bound_clause
     from kvledger.report.seed_spread_view import capacity_range_text
 
     b = sb.boundary
@@ -177,19 +176,35 @@ def _answer(sb: SimBoundary) -> str:
     per = [f"{fmt(sb.boundary_per_replica, 4)} per replica, {fmt(sb.boundary_per_gpu, 4)} per GPU"] if (
         sb.boundary_per_gpu is not None) else []
     per = f" ({'; '.join(([seeds] if seeds else []) + per)})" if seeds or per else ""
-    at = ""
-    if sb.goodput_at_boundary_req_per_s is not None:
-        at = (f"; goodput there {sb.goodput_at_boundary_req_per_s:.3f} good req/s "
-              f"({sb.goodput_at_boundary_req_per_s_per_gpu:.3f} per GPU)")
-        share = next((p.attainment for p in b.points if p.value == b.boundary_value), None)
-        bound = sb.capacity_bound_req_per_s  # where it caps the rate found: cost and search size on it, not there
-        if sb.axis == "request_rate" and share is not None:  # what cost and search price (ledgers/sustained_rate.py)
-            at += (f" over the probe's first arrival → last finish, {b.boundary_value * share:.3f} sustained at that "
-                   f"rate ({b.boundary_value:g} × {share:.1%} within the SLO" +
-                   (", what cost prices)" if bound is None else f"); cost and search: {bound_clause(bound)} (the "
-                                                                "warning below)"))
     return (f"[bold]answer: SLO capacity[/] on {sb.axis} for attainment ≥ {sb.target:.0%}: "
-            f"{fmt(b.boundary_value, 4)}{unit}{per}{at}")
+            f"{fmt(b.boundary_value, 4)}{unit}{per}{_goodput_there(sb)}")
+
+
+def _goodput_there(sb: SimBoundary) -> str:
+    """The answer's goodput at the capacity: the probe's first arrival → last finish, then the good rate sustained
+    (rate × attainment) that cost and search price (``ledgers/sustained_rate.py``); a session workload's steady state
+    (``session_spec.steady_goodput``'s note among the notes) first, as search judges it, the whole probe beside it."""
+    from kvledger.analyses.serving.session_spec import STEADY_NOTE
+    from kvledger.analyses.serving.work_bounds import bound_clause
+
+    b, good = sb.boundary, sb.goodput_at_boundary_req_per_s
+    if good is None:
+        return ""
+    whole = f"{good:.3f} good req/s ({sb.goodput_at_boundary_req_per_s_per_gpu:.3f} per GPU)"
+    share = next((p.attainment for p in b.points if p.value == b.boundary_value), None)
+    if sb.axis != "request_rate" or share is None:
+        return f"; goodput there {whole}"
+    bound = sb.capacity_bound_req_per_s  # where it caps the rate found: cost and search size on it, not there
+    priced = ("" if bound is None else f"; cost and search: {bound_clause(bound)} (the warning below)")
+    steady = b.boundary_value * share
+    if any(n.startswith(STEADY_NOTE) for n in sb.notes):  # sessions: the steady state is the figure, as in search
+        return (f"; goodput there {steady:.3f} good req/s at the steady state ({b.boundary_value:g} turns/s × "
+                f"{share:.1%} within the SLO; {steady / sb.num_gpus:.3f} per GPU), the figure this answer gives"
+                + (", as search and cost price it" if bound is None else priced)
+                + f"; {whole} over the probe's first arrival → last finish, its sessions' ramp-up and drain included")
+    return (f"; goodput there {whole} over the probe's first arrival → last finish, {steady:.3f} sustained at that "
+            f"rate ({b.boundary_value:g} × {share:.1%} within the SLO" + (", what cost prices)" if bound is None else
+                                                                           ")" + priced))
 
 
 def _units(sb: Any) -> str:

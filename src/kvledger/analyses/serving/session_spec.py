@@ -21,7 +21,10 @@ from typing import Any
 
 from kvledger.errors import InputError
 
-__all__ = ["SessionSpec", "steady_goodput", "CapacityNotMeasured"]
+__all__ = ["SessionSpec", "steady_goodput", "CapacityNotMeasured", "STEADY_NOTE"]
+
+STEADY_NOTE = "session workload: capacity at the steady state"
+"""How ``steady_goodput``'s note starts (goodput's view looks for it to give the steady figure first)."""
 
 _MAX_REDRAWS = 8
 """Draws ``SessionSpec.probe_sessions`` tries before it keeps the last count (each draw's T and t_ramp move little)."""
@@ -200,7 +203,7 @@ def steady_goodput(gp: Any, rate_req_per_s: float, run: Any = None) -> tuple[Any
                   throughput_output_tok_per_s=x(gp.throughput_output_tok_per_s),
                   goodput_input_tok_per_s=x(gp.goodput_input_tok_per_s),
                   throughput_input_tok_per_s=x(gp.throughput_input_tok_per_s))
-    return out, (f"session workload: capacity at the steady state, {rate_req_per_s:.4g} turns/s × attainment "
+    return out, (f"{STEADY_NOTE}, {rate_req_per_s:.4g} turns/s × attainment "
                  f"{gp.attainment:.3f} = {out.goodput_req_per_s:.4g} good req/s (the whole probe, ramp-up and drain "
                  f"of its sessions included: {gp.goodput_req_per_s:.4g}); more --sessions per probe bring the two "
                  "closer")

@@ -215,10 +215,26 @@ def simulated_goodput_search(args: SimRequestArgs, slo: SLO, target: float, axis
             not_steady, warning = boundary_steadiness(sb.boundary_run.run, sb.boundary.boundary_value,
                                                       sb.num_requests_per_probe)
             sb.notes.extend(warning)
+            _session_steady_state(sb, synthetic)
             _cap_at_bound(sb, args, synthetic)
             if sb.capacity_bound_req_per_s is not None:  # sized on the bound: its band, as cost and search give it
                 sb.sized_error_band = capacity_band(sb.first_run.setup, sb.capacity_bound_req_per_s, sb, slo)
     return SimGoodputSearch(sb, not_steady)
+
+
+def _session_steady_state(sb: SimBoundary, synthetic: Any) -> None:
+    """A session workload's capacity at its steady state, as ``search`` judges it (``session_spec.steady_goodput``):
+    its check that the boundary probe's sessions carried its rate (``CapacityNotMeasured`` where they did not: raise
+    --sessions), and its note on ``sb``: the boundary rate × its attainment, the good req/s the answer gives first and
+    cost and search price, against the whole probe's first arrival → last finish. Nothing for another workload."""
+    if not hasattr(synthetic, "prepare_setup"):  # sessions, as search tells them (analyses/search/evaluate.py)
+        return
+    from kvledger.analyses.serving.session_spec import steady_goodput
+
+    b = sb.boundary.boundary_value
+    at = next(g for g, p in zip(sb.goodputs, sb.probes) if p.value == b)
+    note = steady_goodput(at, b, sb.boundary_run.run if sb.boundary_run is not None else None)[1]
+    sb.notes += [note] if note else []  # "": no good request at the boundary, nothing to scale
 
 
 def _cap_at_bound(sb: SimBoundary, args: SimRequestArgs, synthetic: SyntheticSpec | None) -> None:
