@@ -49,3 +49,32 @@ def test_text_that_only_begins_like_a_release_is_refused_not_read_by_its_prefix(
         engine_config_len(scout, "trtllm", text, "pytorch")
     with pytest.raises(InputError, match="is not one TensorRT-LLM version like 0.13.0 or 1.2.1"):
         trtllm_runtime_of(text)
+
+
+@pytest.mark.parametrize("text, inside", [
+    # NVIDIA's Triton release compatibility matrix (container trtllm-python-py3): 24.07 holds TensorRT-LLM 0.11.0,
+    # 25.08 0.21.0, 25.12 1.1.0; 24.7 is 24.07 unpadded
+    ("24.07", "0.11.0"), ("24.7", "0.11.0"), ("25.08-trtllm-python-py3", "0.21.0"), ("25.12", "1.1.0"),
+])
+def test_a_container_release_is_refused_naming_the_release_inside_it(text, inside):
+    with pytest.raises(InputError) as err:
+        trtllm_release(text)
+    msg = str(err.value)
+    assert "looks like a Triton/NGC container release (YY.MM), and TensorRT-LLM's own releases are 0.x and 1.x" in msg
+    assert f"lists TensorRT-LLM {inside} in tritonserver:" in msg and f"so --engine-version {inside} if" in msg
+
+
+@pytest.mark.parametrize("text", ["25.05-trtllm", "25.03", "24.12"])
+def test_a_container_release_not_in_the_matrix_as_read_is_refused_without_a_guess(text):
+    # 25.02–25.05 not shown on the pages read; 24.12: the matrix (0.16.0) and the release notes (release/0.15.0) differ
+    with pytest.raises(InputError) as err:
+        trtllm_release(text)
+    msg = str(err.value)
+    assert "looks like a Triton/NGC container release (YY.MM)" in msg and "lists TensorRT-LLM" not in msg
+    assert "its start-up log prints it (\"TensorRT-LLM version: …\")" in msg
+
+
+def test_releases_and_a_far_future_one_still_read():
+    # 0.x and 1.x as TensorRT-LLM writes them; 99.0 (month 0: no container) stays the "newer than checked" case
+    assert [trtllm_release(v) for v in ("0.11.0", "1.2.1", "1.0.0rc4", "99.0")] == [
+        (0, 11, 0), (1, 2, 1), (1, 0, 0), (99, 0, 0)]

@@ -56,3 +56,12 @@ def test_trtllm_versions_alike(v):
         trtllm_runtime(v)
     assert refused("plan", MODEL, "--gpu", "H100", "--engine", "trtllm", "--engine-version", v).startswith(
         f"--engine-version {v!r} is not one TensorRT-LLM version")
+
+
+def test_plan_refuses_a_container_release_as_the_tensorrt_llm_version():
+    # --engine trtllm --engine-version 24.07 was planned as "trtllm 24.07" (PyTorch backend rules, as from 1.0); 24.07
+    # is the tritonserver container holding TensorRT-LLM 0.11.0 (the TensorRT-engine executor)
+    msg = refused("plan", MODEL, "--gpu", "H100", "--engine", "trtllm", "--engine-version", "24.07")
+    assert msg.startswith("--engine-version '24.07' is not one TensorRT-LLM version like 0.13.0 or 1.2.1: 24.07 looks "
+                          "like a Triton/NGC container release (YY.MM)")
+    assert "--engine-version 0.11.0 if that is your container" in msg
