@@ -54,8 +54,14 @@ def test_plan_json_carries_the_dp_section_only_with_dp():
 
 
 def test_plan_mla_at_tp8_names_dp_attention():
-    r = run("plan", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--engine", "sglang", "--tp", "8")
-    assert "note: MLA keeps one latent KV head" in r.stdout and "--enable-dp-attention --dp-size 8" in r.stdout
+    # SGLang 0.5.23, DeepSeek-V3 at TP 8 on H200: 643,295 KV tokens, each GPU a copy of the latent head; DP attention
+    # 8 × 221,051 = 1,768,408 on the same GPUs, ÷ 643,295 = 2.75×: the short plan's note gives the facts in one note,
+    # --verbose the whole of it
+    args = ("plan", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--engine", "sglang", "--tp", "8")
+    short, full = " ".join(run(*args).stdout.split()), " ".join(run(*args, "--verbose").stdout.split())
+    assert ("note: MLA's latent KV is copied on all 8 TP ranks: --enable-dp-attention --dp-size 8 holds 2.75× the KV "
+            "tokens on these GPUs (8 × 221,051 against 643,295, SGLang 0.5.23 rules)") in short
+    assert "note: MLA keeps one latent KV head" in full and "8 × 221,051 = 1,768,408 KV tokens on the same 8" in full
 
 
 @pytest.mark.parametrize("args", [("--tp", "8", "--enable-dp-attention", "--dp-size", "3"),
