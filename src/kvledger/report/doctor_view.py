@@ -16,7 +16,6 @@ if TYPE_CHECKING:
 __all__ = ['TABLE_COLUMNS', 'render_doctor', 'table_width']
 
 
-_REPRODUCED = "the ledger reproduces the log's block count, printed tokens and concurrency from the log's KV memory"
 
 def _fmt(value: Any, unit: str) -> str:
     if value is None:
@@ -81,7 +80,7 @@ def _startup(con: Any, cmp: Any) -> None:
                   escape(r.explanation))
     _show(con, t)
     if cmp.consistent is not None:
-        said = (_REPRODUCED if cmp.consistent
+        said = (cmp.reproduced if cmp.consistent
                 else "the ledger does NOT reproduce the log's capacity figures: see the rows above")
         con.print("[bold]" + said + "[/]")
         if cmp.memory_miss:
@@ -156,7 +155,6 @@ def _refused_start(cmp: Any, max_len: str = "") -> str | None:
 def _available_kv(cmp: Any) -> str | None:
     """The headline memory check in one line: the log's available KV memory against the ledger's own plan, with the
     error; None where the log prints none, or where ``memory_miss`` or ``memory_forecast`` says it (both figures)."""
-    from kvledger.analyses.doctor.startup_verdicts import MEMORY_TOLERANCE
     from kvledger.units import GiB
 
     kv = cmp.row("available KV memory")
@@ -166,7 +164,7 @@ def _available_kv(cmp: Any) -> str | None:
     if kv.ledger_value is None or kv.difference is None:
         return f"available KV memory: {log}; {kv.explanation}"  # e.g. "no ledger figure: pass --gpu"
     return (f"available KV memory: {log}, kvledger {kv.ledger_value / GiB:.2f} GiB ({kv.difference / GiB:+.2f} GiB, "
-            f"{kv.difference / kv.log_value:+.1%}, within the {MEMORY_TOLERANCE:.0%} its memory plan is validated to)")
+            f"{kv.difference / kv.log_value:+.1%}; {cmp.memory_match or 'no criterion applied'})")
 
 
 def _tp_word(logged: dict[str, Any] | None) -> str:
@@ -212,7 +210,7 @@ def _brief(con: Any, rep: Any) -> None:
         for n in (x for x in rep.notes if x.startswith(LAUNCH_NOTE)):
             con.print(escape(n))
     elif cmp.consistent is not None:
-        said = (_REPRODUCED if cmp.consistent
+        said = (cmp.reproduced if cmp.consistent
                 else "the ledger does NOT reproduce the log's capacity figures (--verbose shows the rows)")
         con.print("start-up: " + said)
         if kv := _available_kv(cmp):

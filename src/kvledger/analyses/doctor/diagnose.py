@@ -107,7 +107,8 @@ def version_mismatch(ctx: DoctorContext) -> str | None:
     if same_rules(ctx):
         return (head + f"{given}'s rules size this start-up's memory as {log.version}'s do (the same ledger figures), "
                 "so the comparison below is a check of the log against its own release's figures, and a difference "
-                f"beyond the {MEMORY_TOLERANCE:.0%} the memory plan is validated to is a miss")
+                f"outside the plan's own range for the KV memory (the {MEMORY_TOLERANCE:.0%} it is validated to "
+                "where it gives none) is a miss")
     return (head + f"the log's figures are {log.version}'s own, and the ledger below is a forecast of {given}'s rules "
             f"on this start-up (the settings the log states, {given}'s defaults for the rest), so a difference is the "
             f"upgrade's effect as modelled, not a mismatch; drop --engine-version to check the log against its own "

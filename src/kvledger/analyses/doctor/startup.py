@@ -16,6 +16,7 @@ from kvledger.accounting.plan import Plan
 from kvledger.accounting.plan_vllm import printed_gib_block_range
 from kvledger.accounting.vllm_rank_print import check_printed_pool
 from kvledger.accounting.vllm_rules import era, parse_version, subtracts_cudagraphs
+from kvledger.analyses.doctor.blocks_words import capacity_words
 from kvledger.analyses.doctor.context import DoctorContext, printed_figures
 from kvledger.analyses.doctor.log_consistency import residual_words
 from kvledger.analyses.doctor.startup_verdicts import computed_requested, memory_only, memory_verdicts, skipped_why
@@ -290,6 +291,9 @@ def compare_startup(ctx: DoctorContext) -> StartupComparison | None:
     if ctx.model is None:
         notes.append("no model: " + ctx.model_source)
     only = memory_only(rows) if consistent is None else None
+    plan = ctx.log_memory_plan
+    said = capacity_words(rows, st.available_kv_bytes, plan.memory.bytes_per_block if plan else None,
+                          int(ctx.settings.get("pp") or 1)) if consistent else None
     return StartupComparison(_settings(ctx), tuple(rows), consistent, tuple(notes),
                              skipped_why(ctx) if consistent is None and only is None else None, only,
-                             *memory_verdicts(rows, ctx, _memory_rows))
+                             *memory_verdicts(rows, ctx, _memory_rows), reproduced=said)

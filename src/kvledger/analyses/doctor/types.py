@@ -92,15 +92,20 @@ class StartupComparison:
         skipped: when no row could be compared (``consistent`` is None), why and what to pass to compare; else None.
         memory_only: when the memory terms were compared but the log prints no capacity figure to check (a log cut
             off after "Available KV cache memory"), what was compared; else None.
-        memory_miss: when the ledger's own available KV memory misses the log's by more than the 2% the memory plan
-            is validated to (``startup_verdicts.MEMORY_TOLERANCE``): by how much, the term that differs most, and what
-            to pass; else None. The capacity checks (``consistent``) start from the log's printed KV memory, so
-            they can agree while the plan's own figure is off. Where --engine-version names a release whose rules
+        memory_miss: when the ledger's own available KV memory misses the log's: the log's figure outside the
+            plan's own range for it (the range ``kvledger plan`` prints), or, only where the plan gives none, off by
+            more than the 2% the memory plan is validated to (``startup_verdicts.kv_judgement``): by how much, against
+            which criterion, the term that differs most, and what to pass; else None. The capacity checks
+            (``consistent``) start from the log's printed KV memory, so they can agree while the plan's own figure
+            is off. Where --engine-version names a release whose rules
             size this start-up otherwise than the log's own (``memory_forecast``), the check under the log's own
             release's rules.
         memory_forecast: where --engine-version names another release than the log printed and its rules give other
             figures, that release's available KV memory on this start-up against the log's, any size, and the terms
             that moved; else None (the same figures: a check, ``memory_miss``).
+        memory_match: where the ledger's own available KV memory matches the log's (no miss, no forecast), the
+            criterion it meets in words ("inside the plan's range 58.01–58.20 GiB (±0.17%, …)", or the 2% where the
+            plan gives no range, and why); else None.
     """
 
     settings: dict[str, dict[str, Any]]
@@ -111,6 +116,10 @@ class StartupComparison:
     memory_only: str | None = None
     memory_miss: str | None = None
     memory_forecast: str | None = None
+    memory_match: str | None = None
+    reproduced: str | None = None
+    """Where ``consistent``: what the ledger reproduced, worded by the figures (``blocks_words.capacity_words``: the
+    block count only where equal, else how many blocks apart and why); else None."""
 
     def row(self, term: str) -> ComparisonRow | None:
         return next((r for r in self.rows if r.term == term), None)
