@@ -110,7 +110,7 @@ def engine_for(args: SimRequestArgs, run: MeasuredRun, max_paddings: int | None 
     check_recorded_gpu(run, setup.gpu_name, args.gpu)
     setup.record_settings = dict(taken)
     record = record_name(run)
-    setup.notes = notes + [pool_note(n, setup.plan, record, taken, setup.config) if setup.plan is not None else n
+    setup.notes = notes + [pool_note(n, setup, record, taken, args.kv_pool_source) if setup.plan is not None else n
                            for n in setup.notes]
     recorded = recorded_max_paddings(run) if max_paddings is None and setup.config.batching == "vllm_v0" else None
     if recorded is not None:

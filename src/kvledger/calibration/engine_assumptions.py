@@ -26,7 +26,8 @@ def engine_notes(setups: list[SimSetup], args: SimRequestArgs) -> list[str]:
             out.append(f"engine version: no run's record and no --engine-version states one; {engine} {version} "
                        "assumed (kvledger's default), whose defaults the replay and the fit use; pass --engine-version "
                        "as launched")
-        out += [n for n in s.notes if n.startswith(("async scheduling", OLD_RELEASE)) or RELEASE_RULES in n]
+        out += [n for n in s.notes if n.startswith(("async scheduling", OLD_RELEASE)) or RELEASE_RULES in n
+                or (args.kv_pool_source and (n.startswith("KV pool: ") or "the start-up log" in n))]  # --startup-log
     return list(dict.fromkeys(out))
 
 

@@ -65,6 +65,9 @@ def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | Non
 
     if not paths:
         raise InputError("calibrate needs at least one measured run file")
+    if args.kv_pool_source:
+        raise InputError("--startup-log sets one server's KV pool, but --scope gpu fits runs of several models and "
+                         "servers: give it with --scope model (one model's runs)")
     staged, model_notes = gpu_setups(paths, args, client_concurrency)
     folds = iter(range(len(staged) + 1))
 

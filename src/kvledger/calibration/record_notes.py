@@ -22,17 +22,21 @@ def record_name(run: Any) -> str:
     return str(extra.get("record_file") or run.source)
 
 
-def pool_note(note: str, plan: Any, record: str, taken: dict[str, Any], config: Any) -> str:
+def pool_note(note: str, setup: Any, record: str, taken: dict[str, Any], given: str | None = None) -> str:
     """The simulation's "KV pool: …" note with the record named as the source of what it gave (from_plan.py writes it
-    as if every setting came from a flag or a default)."""
+    as if every setting came from a flag or a default), or ``given``, where the block count came from (--startup-log:
+    the log, its figure and line)."""
+    plan, config = setup.plan, setup.config
     m = plan.memory
     if not note.startswith("KV pool: ") or m.engine != "vllm":
         return note
     limits = [k for k in ("max_model_len", "max_num_batched_tokens", "max_num_seqs") if k in taken]
     if "num_gpu_blocks_override" in taken:  # the record's file name here; the note above names it in full
         pool = N.pool_from_override(m, f"num_gpu_blocks_override in the run's record ({PurePath(record).name})")
+    elif plan.settings.num_gpu_blocks_override:
+        pool = N.pool_from_override(m, given or "--num-gpu-blocks-override")
     else:
-        pool = N.pool_from_override(m) if plan.settings.num_gpu_blocks_override else N.pool_from_plan(m)
+        pool = N.pool_from_plan(m)
     said = (f"{', '.join(limits)}: the run's record; the others a flag or the engine's default" if limits
             else "engine defaults unless set")
     return N.kv_pool(pool, N.limits(m, said if len(limits) < 3 else "all three from the run's record", config=config))
@@ -52,14 +56,32 @@ def record_overrides(args: Any, rec: Any, run: Any) -> list[str]:
     if over := overridden(args, rec):
         out.append(f"the command line overrides the run's own record ({record_name(run)}): {over}; the replay is of "
                    "the flags, not of what ran")
-    return out
+    return out + _log_against_record(args, rec, run)
+
+
+def _log_against_record(args: Any, rec: Any, run: Any) -> list[str]:
+    """Where --startup-log set the pool (``args.kv_pool_source``) and the run's record states a block count too: that
+    they agree, or by how many blocks they disagree and that the log's is used (given on the command line, it wins as
+    a flag does)."""
+    recorded, n = rec.flags.get("num_gpu_blocks_override"), args.num_gpu_blocks_override
+    if not args.kv_pool_source or recorded is None or n is None:
+        return []
+    where = record_name(run)
+    if int(recorded) == n:
+        return [f"the run's record ({where}) gives the same block count as the start-up log: num_gpu_blocks "
+                f"{n:,}"]
+    return [f"WARNING: the run's record ({where}) gives num_gpu_blocks {int(recorded):,}, the start-up log {n:,} "
+            f"({n - int(recorded):+,} blocks): they disagree, and the log's is used (--startup-log wins, as a flag "
+            "does); is the log that of the server that was measured? Drop --startup-log to replay the record's pool"]
 
 
 def overridden(args: Any, rec: Any) -> str:
     """The recorded settings a flag given on the command line replaces, in words ("engine_version 0.19.0 → 0.11.0"),
     each compared as read (a token count parsed, "8K" = 8,192; a vLLM version normalised, "0.19" = 0.19.0); "" when
     none (a flag equal to the record replaces nothing)."""
-    pairs = [(k, _read(k, v), _read(k, getattr(args, k))) for k, v in rec.flags.items() if k != "kv_cache_dtype"]
+    logged = ("num_gpu_blocks_override",) if args.kv_pool_source else ()  # --startup-log: said by its own note
+    pairs = [(k, _read(k, v), _read(k, getattr(args, k))) for k, v in rec.flags.items()
+             if k != "kv_cache_dtype" and k not in logged]
     if rec.engine_version is not None:
         pairs.append(("engine_version", _read("engine_version", rec.engine_version),
                       _read("engine_version", args.engine_version)))

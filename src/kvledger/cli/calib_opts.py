@@ -12,7 +12,8 @@ import typer
 from kvledger.cli.flag_groups import EngineFlags, option_info
 
 __all__ = ["engine_args", "Model", "Gpu", "EngineVersion", "Tp", "MaxModelLen", "GpuMemUtil", "KvCacheDtype",
-           "BlockSize", "MaxNumBatchedTokens", "MaxNumSeqs", "NumGpuBlocksOverride", "PrefixCaching", "ChunkedPrefill",
+           "BlockSize", "MaxNumBatchedTokens", "MaxNumSeqs", "NumGpuBlocksOverride", "StartupLog", "PrefixCaching",
+           "ChunkedPrefill",
            "Batching", "MaxPaddings", "CpuOverhead", "AsyncScheduling", "EnforceEager", "FlopsFraction",
            "BandwidthFraction", "GpuProfile", "GemmEfficiency", "Wddm", "Policy", "MemFractionStatic",
            "CalibEngineFlags"]
@@ -82,6 +83,12 @@ EnforceEager = Annotated[bool | None, option_info(EngineFlags, "enforce_eager", 
 Wddm = Annotated[bool | None, option_info(EngineFlags, "wddm", help="The run was on Windows or WSL2: the pool is "
     "planned as `kvledger plan --wddm` plans it (the whole board as the total, the display driver's hold in use).")]
 
+StartupLog = Annotated[str | None, typer.Option("--startup-log", help="The measured server's vLLM start-up log: "
+    "the replay's KV pool is its block count (printed, or from its 'GPU KV cache size' line, as `kvledger doctor` "
+    "reads it), in place of the planned one; a block count in the run's record that disagrees is said, the log's "
+    "used.")]
+
+
 @dataclass(frozen=True, slots=True)
 class CalibEngineFlags:
     """The engine flags after --gpu, --engine-version and --tp, as one group for ``flag_groups.with_groups`` (each
@@ -95,6 +102,7 @@ class CalibEngineFlags:
     max_num_batched_tokens: MaxNumBatchedTokens = None
     max_num_seqs: MaxNumSeqs = None
     num_gpu_blocks_override: NumGpuBlocksOverride = None
+    startup_log: StartupLog = None
     prefix_caching: PrefixCaching = None
     chunked_prefill: ChunkedPrefill = None
     batching: Batching = None
@@ -119,13 +127,14 @@ def engine_args(model: str | None, gpu: str | None, params: dict[str, Any], step
     from kvledger.cli.kv_dtype_flag import sim_kv_dtype_check
 
     sim_kv_dtype_check(params.get("kv_cache_dtype"), params.get("policy"), params.get("engine_version"))
+    blocks, source = _startup_pool(params, model, gpu)
     return SimRequestArgs(
         model=model, gpu=gpu, engine_version=params.get("engine_version"), tp=params.get("tp"),
         max_model_len=params.get("max_model_len"), gpu_memory_utilization=params.get("gpu_memory_utilization"),
         mem_fraction_static=params.get("mem_fraction_static"), policy=params.get("policy"),
         kv_cache_dtype=params.get("kv_cache_dtype") or "auto", block_size=params.get("block_size"),
         max_num_batched_tokens=params.get("max_num_batched_tokens"), max_num_seqs=params.get("max_num_seqs"),
-        num_gpu_blocks_override=params.get("num_gpu_blocks_override"),
+        num_gpu_blocks_override=blocks, kv_pool_source=source,
         enable_prefix_caching=params.get("prefix_caching"), enable_chunked_prefill=params.get("chunked_prefill"),
         batching=params.get("batching"), step_cost=step_cost, cpu_overhead=params.get("cpu_overhead"),
         async_scheduling=params.get("async_scheduling"), gpu_profile=params.get("gpu_profile"),
@@ -135,3 +144,23 @@ def engine_args(model: str | None, gpu: str | None, params: dict[str, Any], step
         achievable_bandwidth_fraction=params.get("achievable_bandwidth_fraction"),
         gemm_efficiency=params.get("gemm_efficiency"), client_latency=params.get("client_latency_spec"),
         allreduce_link_share=params.get("allreduce_link_share"))
+
+
+def _startup_pool(params: dict[str, Any], model: str | None, gpu: str | None) -> tuple[int | None, str | None]:
+    """(the replay's --num-gpu-blocks-override, where it came from): --startup-log's block count and its words
+    (``calibration.startup_pool``), else the flag's (None, None without either).
+
+    Raises:
+        InputError: both given (one pool), or a log that states none (``read_startup_pool``).
+    """
+    path, flag = params.get("startup_log"), params.get("num_gpu_blocks_override")
+    if path is None:
+        return flag, None
+    from kvledger.errors import InputError
+
+    if flag is not None:
+        raise InputError(f"--startup-log {path} and --num-gpu-blocks-override {flag} both set the KV pool: give one")
+    from kvledger.calibration.startup_pool import read_startup_pool
+
+    pool = read_startup_pool(path, model, gpu)
+    return pool.num_gpu_blocks, pool.source

@@ -1,6 +1,5 @@
-"""Everything a simulation run needs from names a user types: model, GPU, trace, engine flags → EngineConfig, step
-cost, workload. Used by ``kvledger simulate`` and ``kvledger experiment``; the memory plan (``build_plan``) sizes the KV
-pool exactly as the engine would."""
+"""Everything a simulation run needs from names a user types (model, GPU, trace, engine flags → EngineConfig, step
+cost, workload), for ``kvledger simulate`` and ``experiment``; the memory plan (``build_plan``) sizes the KV pool."""
 
 from __future__ import annotations
 
@@ -62,6 +61,7 @@ class SimRequestArgs:
     max_num_batched_tokens: str | int | None = None
     max_num_seqs: int | None = None
     num_gpu_blocks_override: int | None = None
+    kv_pool_source: str | None = None  # where num_gpu_blocks_override came from (validate --startup-log: the log line)
     max_total_tokens: int | None = None  # SGLang's pool as a measured run's server sized it (server_info), tokens
     enable_prefix_caching: bool | None = None
     disable_hybrid_kv_cache_manager: bool = False  # vLLM flag: the plan's pool with sliding layers as full
