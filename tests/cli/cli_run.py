@@ -14,9 +14,9 @@ MODEL = "meta-llama/Llama-3.1-8B"
 _runner = CliRunner()
 
 
-def run_cli(*args: str):
-    """The command's result (exceptions propagate), at a 250-column console so lines are not wrapped."""
-    return _runner.invoke(app, list(args), catch_exceptions=False, env={"COLUMNS": "250"})
+def run_cli(*args: str, columns: int = 250):
+    """The command's result (exceptions propagate), at a ``columns``-wide console (250) so lines are not wrapped."""
+    return _runner.invoke(app, list(args), catch_exceptions=False, env={"COLUMNS": str(columns)})
 
 
 def cli_json(*args: str) -> dict:

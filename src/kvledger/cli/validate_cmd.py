@@ -48,6 +48,11 @@ RecordGpu = Annotated[str | None, typer.Option("--gpu", help="The GPU it ran on:
                                                "--gpu-profile FILE was fitted on).")]
 
 
+Verbose = Annotated[bool, typer.Option("--verbose", help="A sweep: every stage's notes whole, each with its own "
+                                        "figures (default: a note several stages give, said once with the levels it "
+                                        "applies to).")]
+
+
 _FILES = ("A measured run with per-request times (as for `kvledger calibrate`), an inference-perf stage report, or an "
           "aggregate-only benchmark file (vLLM/SGLang bench_serving); a file of several runs at several rates (the "
           "lines of a bench_serving JSONL file, per-request or aggregate) is a sweep; with --sweep, the stage files "
@@ -91,6 +96,7 @@ def validate(
     seed: int = typer.Option(0, "--seed", help="Aggregate-only stage files: seed of the synthetic workload."),
     slo: str | None = typer.Option(None, "--slo", help="Also compare goodput under these SLOs: ttft=200ms,tpot=50ms."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+    verbose: Verbose = False,
 ) -> None:
     """Replay a measured run through the simulator: TTFT, ITL, TPOT, E2E (mean, p50, p90, p99), throughput and goodput,
     predicted vs measured, with the 80% error band of the figures the run is judged on."""
@@ -112,17 +118,17 @@ def validate(
 
         typer.echo(dump_profile(result.to_dict()), nl=False)
         return
-    _show(result, gpu)
+    _show(result, gpu, verbose)
 
 
-def _show(result, gpu: str | None) -> None:
+def _show(result, gpu: str | None, verbose: bool = False) -> None:
     """The validation as tables, then the GPU alias note (as plan and simulate print it)."""
     from rich.console import Console
 
     from kvledger.report.calibration_view import render_validation
     from kvledger.report.tables import print_gpu_alias_note
 
-    render_validation(result, Console(emoji=False))
+    render_validation(result, Console(emoji=False), verbose)
     if gpu is not None:  # a GPU from the run's record is named in the notes, by its catalog row
         print_gpu_alias_note(Console(emoji=False), gpu)
 

@@ -173,16 +173,17 @@ def saturation_warning(sat: dict[str, Any]) -> str:
             f"not meaningful; throughput is the figure to compare." + notes)
 
 
-def render_validation(r: RunValidation | SweepValidation, con: Console) -> None:
+def render_validation(r: RunValidation | SweepValidation, con: Console, verbose: bool = False) -> None:
     """Predicted vs measured, row by row, with the step cost's source (and which calibration scope priced it) and the
-    80% band of the figures the run is judged on (``RunBands``), the sweep's paragraph under the table."""
+    80% band of the figures the run is judged on (``RunBands``), the sweep's paragraph under the table (``verbose``:
+    every stage's notes whole, ``render_sweep``)."""
     from kvledger.calibration.in_sample import profile_words
     from kvledger.calibration.validate import SweepValidation
 
     if isinstance(r, SweepValidation):
         from kvledger.report.sweep_view import render_sweep
 
-        render_sweep(r, con)
+        render_sweep(r, con, verbose)
         return
     c = r.comparison
     con.print(f"run {escape(r.run)} ({escape(str(r.source))}): {c.num_measured:,} measured requests, "

@@ -247,16 +247,19 @@ def _header(r: SweepValidation) -> str:
                   f"{one([x.gpu for x in r.runs])} at TP {one([str(x.tp) for x in r.runs])}")
 
 
-def render_sweep(r: SweepValidation, con: Console) -> None:
+def render_sweep(r: SweepValidation, con: Console, verbose: bool = False) -> None:
     """A validated load sweep: the step cost that priced it (once), the answer (the knee and the saturation throughput
     on both sides), then per stage the TTFT/TPOT mean and throughput errors with the 80% band of the simulated
-    latency, the warnings the table's marks point to, the bands' source, the step cost's and the notes."""
+    latency, the warnings the table's marks point to, the bands' source, the step cost's and the notes (``verbose``:
+    each stage's whole, else ``brief_notes``)."""
     con.print(_header(r))
     for line in dict.fromkeys(step_cost_line(x) for x in r.runs):  # one step cost prices every stage: said once
         con.print(line)
     for line in _answer_lines(r):  # the answer first; the knee's resolution and the bands' source under the table
         con.print(line)
-    warned, rest = warnings_first(r.notes)
+    from kvledger.calibration.sweep_notes import brief_notes
+
+    warned, rest = warnings_first(r.notes if verbose else brief_notes(r))
     for n in warned:  # what makes the comparison another run's, before its figures
         con.print(f"note: {escape(n)}")
     fitted = sum(x.in_sample for x in r.runs)
@@ -289,3 +292,4 @@ def render_sweep(r: SweepValidation, con: Console) -> None:
     for n in rest:
         if not (fitted and n.startswith("IN-SAMPLE")):  # said per stage in the table and once above
             con.print(f"note: {escape(n)}")
+
