@@ -96,3 +96,17 @@ def test_calibrate_replays_the_logs_pool_and_keeps_its_notes_in_the_profile(tmp_
                prof["notes"])
     assert any(n.startswith("WARNING: the run's record") and "the start-up log 2,600 (+12 blocks)" in n
                for n in prof["notes"])
+
+
+def test_what_validate_reads_from_a_meta_json_is_what_it_records():
+    # README/docs: the GPU comes from meta.json only where it records hardware. LLMServingSim's public RTX PRO 6000
+    # Qwen3-32B run (benchmarks/data/public-runs/, meta.json keys: schema_version, model, vllm_version, engine_kwargs,
+    # dataset_path, dataset_hash, num_requests, started_at, finished_at, tick_seconds) names none: --gpu is asked for
+    qwen = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "public-runs"
+    qwen = qwen / "llmservingsim-rtxpro6000-qwen3-32b"
+    assert refused("validate", str(qwen / "vllm" / "requests.jsonl")).endswith(
+        "the run's record names no GPU; pass --gpu (the GPU it ran on: a catalog name, see `kvledger gpus`, or a GPU "
+        "file)")
+    # the RTX 4090 example records hardware.device_name "NVIDIA GeForce RTX 4090": taken, and said
+    notes = _notes()
+    assert f"GPU NVIDIA GeForce RTX 4090 from {RUN / 'meta.json'} (NVIDIA GeForce RTX 4090; no --gpu given)" in notes
