@@ -19,6 +19,7 @@ __all__ = ["MEMORY_TOLERANCE", "computed_requested", "forecast_versions", "memor
 MEMORY_TOLERANCE = 0.02
 #: half the last printed digit of vLLM's "Available KV cache memory: X GiB" (2 decimals, gpu_worker.py)
 _PRINT_HALF = 0.005
+_NOT_TERMS = ("available KV memory", "non-KV total", "requested = total × utilization", "device total")
 
 
 def kv_range(ctx: DoctorContext | None, ledger_bytes: float | None) -> tuple[tuple[float, float] | None, str]:
@@ -59,7 +60,6 @@ def kv_judgement(kv: ComparisonRow, ctx: DoctorContext | None) -> tuple[bool, st
                        + (f" though within the {MEMORY_TOLERANCE:.0%} used only where no range applies"
                           if abs(kv.difference) <= MEMORY_TOLERANCE * v else ""))
     return True, f"inside {span}"
-_NOT_TERMS = ("available KV memory", "non-KV total", "requested = total × utilization", "device total")
 
 
 def other_release(ctx: DoctorContext) -> tuple[str, str] | None:
