@@ -264,7 +264,7 @@ def render_doctor(rep: DoctorReport, verbose: bool = False) -> None:
               + f" ({escape(s['rules_reason'])})")
     con.print(f"{s['vllm_lines']:,} of {s['total_lines']:,} lines read ({s['skipped_lines']:,} skipped as unknown); "
               f"{s['metrics_lines']:,} metrics lines, {s['preemption_lines']:,} per-preemption warning lines"
-              + (" (preemptions are also counted in the metrics lines)" if s["metrics_lines"] else ""))
+              + (f" (preemptions: {escape(s['preemption_counting_words'])})" if s["metrics_lines"] else ""))
     for line in rep.lifecycle:  # several start-ups (the verdict is the last one's), an operator's stop
         con.print(f"[bold]{escape(line)}[/]")
     for w in rep.warnings:

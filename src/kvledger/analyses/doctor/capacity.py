@@ -26,6 +26,7 @@ from kvledger.analyses.doctor.kv_usage import (
 )
 from kvledger.analyses.doctor.types import Finding
 from kvledger.evidence.vllm_log import PreemptionEvent, StatsSample
+from kvledger.evidence.vllm_log.preemption_counts import preemption_counting
 
 __all__ = ["KV_FULL_PCT", "diagnose_capacity", "usage_at", "tokens_per_running_request", "capacity_options"]
 # capacity_options: capacity_options.py (plan_capacity imports it from here)
@@ -99,10 +100,9 @@ def _verdict(ctx: DoctorContext) -> tuple[str, bool, int, list[int], list[str]]:
         return "preemptions_below_full", True, total, idx, notes
     queued = [i for i, s in enumerate(stats) if s.waiting_reqs > 0 and (s.gpu_kv_usage_pct or 0) >= KV_FULL_PCT]
     if queued:
-        if not log.prints_preemption_counts and log.generation != "v0":
-            notes.append("this log's metrics lines print no preemption counts (V1 prints 'Preemptions: N' only when > "
-                         "0, "
-                         "and older V1 releases never): preemptions may have happened")
+        kind, words = preemption_counting(log)
+        if kind in ("when_nonzero", "never", "unknown"):
+            notes.append(f"preemptions: {words}")
         return "capacity_bound_admission", True, 0, queued, notes
     return ("kv_not_binding" if stats else "no_metrics"), False, 0, [], notes
 
@@ -130,6 +130,8 @@ def diagnose_capacity(ctx: DoctorContext) -> Finding:
     top = _v0_top([e for e in ctx.log.preemptions if e.kind == "preempted"])
     cite = "" if top is None else f" (total_num_cumulative_preemption={top.cumulative}, line {top.line_no})"
     msg = _message(verdict, total, idx, stats, per_req, base, max(v0_usage, default=None), cite)
+    if verdict == "capacity_bound_admission" and (unseen := _unseen(ctx.log, [stats[i] for i in idx])):
+        msg = msg.replace(": a capacity problem", f"{unseen}: a capacity problem", 1)
     if options and options[0].get("inconsistent"):
         msg = msg.removesuffix(" What each option buys, from the ledger:") + f" {options[0]['inconsistent']}"
     if base is None:
@@ -138,6 +140,22 @@ def diagnose_capacity(ctx: DoctorContext) -> Finding:
         notes.append(f"{need} for the options in numbers; FP8 KV doubles the blocks of standard and MLA attention "
                      f"whatever the model")
     return Finding("capacity", True, verdict, msg, RULE, tuple(evidence), tuple(options), tuple(notes))
+
+
+def _unseen(log: Any, full: list[StatsSample]) -> str:
+    """Where the log cannot show preemptions (``preemption_counts``: a V1 release before 0.11.1, or one of unknown
+    version that prints none), the clause saying so, for a full pool with requests waiting; else "". At 100% usage no
+    block is free (V1 ``BlockPool.get_usage`` = 1 − free ÷ total, evictable cached blocks counted free), so a running
+    request that needs a new block gets one only by preempting another (``Scheduler.schedule``); vLLM prints the usage
+    to 0.1% (``%.1f%%``), so "100.0%" leaves under 0.05% of the blocks free."""
+    kind, words = preemption_counting(log)
+    if kind not in ("never", "unknown"):
+        return ""
+    top = max(full, key=lambda st: st.gpu_kv_usage_pct or 0.0)
+    at = (f"; at the 100.0% usage of line {top.line_no} (printed to 0.1%: under 0.05% of the blocks free) a running "
+          "request that needs a new block gets one only by preempting another, so preemptions are likely"
+          if (top.gpu_kv_usage_pct or 0.0) >= 100.0 else "")
+    return f" — and preemptions cannot show in this log: {words}{at}"
 
 
 def _head(verdict: str, total: int, full: list[StatsSample], event_usage: float | None, cite: str = "") -> str:

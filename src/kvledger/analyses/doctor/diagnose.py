@@ -28,6 +28,7 @@ from kvledger.analyses.doctor.startup import compare_startup
 from kvledger.analyses.doctor.traffic import diagnose_batching, diagnose_prefix_cache
 from kvledger.analyses.doctor.types import ComparisonRow, DoctorReport, Finding, StartupComparison
 from kvledger.evidence.vllm_log import VllmLog, read_vllm_log, require_vllm
+from kvledger.evidence.vllm_log.preemption_counts import preemption_counting
 
 __all__ = ["diagnose", "diagnose_file", "DoctorReport", "Finding", "StartupComparison", "ComparisonRow"]
 
@@ -39,7 +40,8 @@ def _summary(log: VllmLog) -> dict[str, Any]:
             "generation": log.generation,
             "rules_version": log.rules_version, "rules_reason": log.rules_reason, "total_lines": log.total_lines,
             "vllm_lines": log.vllm_lines, "skipped_lines": log.skipped_lines, "metrics_lines": len(stats),
-            "preemption_lines": len(log.preemptions), "first_metrics": times[0] if times else None,
+            "preemption_lines": len(log.preemptions), "preemption_counting": preemption_counting(log)[0],
+            "preemption_counting_words": preemption_counting(log)[1], "first_metrics": times[0] if times else None,
             "last_metrics": times[-1] if times else None, "workers": list(log.startup.workers),
             "startup_fields": log.startup.found(), "notes": list(log.notes)}
 

@@ -1,0 +1,60 @@
+"""Whether a log can show its preemptions (``evidence/vllm_log/preemption_counts.py``): a V1 log from before 0.11.1
+never does, one from 0.11.1 on prints ``Preemptions: N`` whenever N > 0, so doctor must not read a quiet 0.10 log as
+"no preemptions", nor a quiet 0.19 log as "preemptions may have happened".
+
+The metrics lines below are CONSTRUCTED in vLLM's own formats: 0.10.1's ``v1/metrics/loggers.py`` (line 123,
+``LoggingStatLogger.log``: "Engine %03d: Avg prompt throughput: %.1f tokens/s, Avg generation throughput: %.1f
+tokens/s, Running: %d reqs, Waiting: %d reqs, GPU KV cache usage: %.1f%%, Prefix cache hit rate: %.1f%%", no
+preemption field) and 0.19.0's (line 259, the same fields, with "Preemptions: %d" after Waiting only when > 0); the
+version lines are ``api_server.py``'s "vLLM API server version %s" (0.10.1 line 1805).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kvledger.analyses.doctor.diagnose import diagnose, diagnose_file
+from kvledger.evidence.vllm_log import parse_vllm_log
+from kvledger.evidence.vllm_log.preemption_counts import preemption_counting
+
+LOGS = Path(__file__).parents[1] / "fixtures" / "vllm_logs"
+
+
+def _log(version: str, src: str) -> str:
+    head = f"(APIServer pid=1) INFO 04-22 01:39:38 [api_server.py:1805] vLLM API server version {version}\n"
+    rows = [(296, 0, 93.8), (305, 12, 99.1), (320, 37, 100.0), (318, 51, 100.0)]
+    return head + "".join(
+        f"(APIServer pid=1) INFO 04-22 01:4{k}:00 [{src}] Engine 000: Avg prompt throughput: 18000.0 tokens/s, "
+        f"Avg generation throughput: 4100.0 tokens/s, Running: {r} reqs, Waiting: {w} reqs, GPU KV cache usage: "
+        f"{u:.1f}%, Prefix cache hit rate: 0.0%\n" for k, (r, w, u) in enumerate(rows))
+
+
+def test_a_010_log_cannot_show_preemptions_and_doctor_says_so():
+    log = parse_vllm_log(_log("0.10.1", "loggers.py:123"))
+    assert preemption_counting(log)[0] == "never"
+    rep = diagnose(log)
+    f = rep.finding("capacity")
+    # KV 100.0% with 37 and 51 waiting (lines 4-5): admission is capacity-bound; the log could not show preemptions,
+    # and at 100.0% (under 0.05% of the blocks free) growth takes blocks from other running requests
+    assert (f.triggered, f.verdict) == (True, "capacity_bound_admission")
+    assert "up to 51 waiting — and preemptions cannot show in this log: vLLM 0.10.1 logs no preemption at all" \
+        in f.message
+    assert "vllm:num_preemptions_total" in f.message and "at the 100.0% usage of line 4" in f.message
+    assert rep.log_summary["preemption_counting"] == "never"
+
+
+def test_a_019_log_without_the_field_had_no_preemptions():
+    # 0.19.0 prints "Preemptions: N" whenever N > 0: the same queue with no such field means none in these intervals,
+    # not "may have happened"
+    log = parse_vllm_log(_log("0.19.0", "v1/metrics/loggers.py:259"))
+    f = diagnose(log).finding("capacity")
+    assert (f.verdict, preemption_counting(log)[0]) == ("capacity_bound_admission", "when_nonzero")
+    assert "cannot show" not in f.message
+    assert any("none in these metrics intervals: vLLM 0.19.0 prints 'Preemptions: N'" in n for n in f.notes)
+
+
+def test_a_log_that_counts_them_is_read_as_counting():
+    # the 0.11.0-format constructed log with "Preemptions: 9/14/11" in its metrics lines
+    rep = diagnose_file(LOGS / "constructed_v1_preemptions_at_full_kv.log")
+    assert rep.log_summary["preemption_counting"] == "counted"
+    assert "cannot show" not in rep.finding("capacity").message
