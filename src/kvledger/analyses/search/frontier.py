@@ -17,7 +17,7 @@ from typing import Any
 from kvledger.analyses.search.launch_len import low_end_caveat
 from kvledger.analyses.search.order import bill_key, first_cost, price_key, usd_per_mtok_good
 from kvledger.analyses.search.reasons import ENGINE_REFUSES
-from kvledger.analyses.serving.notes import ATTAINMENT_CEILING
+from kvledger.analyses.serving.notes import ATTAINMENT_CEILING, ITL_BUDGET
 
 __all__ = ["cost_frontier", "rejections_by_reason", "none_can_start", "MEMORY_REASONS", "caveats", "ranking_margin",
            "bills_swap", "costs_swap", "RankingMargin", "MEMORY_RULES_GPU", "CAPACITY_BAND"]
@@ -104,7 +104,7 @@ def none_can_start(entries: list[dict[str, Any]]) -> bool:
 def capacity_caveats(entry: dict[str, Any]) -> list[str]:
     """What this candidate's SLO capacity rests on: a boundary probe whose queue was still growing (its ``not steady``
     note), probes that replayed a window unlike the trace (``unrepresentative sample``), a target near the attainment
-    of the lightest load probed (``attainment_ceiling``)."""
+    of the lightest load probed (``attainment_ceiling``), an ITL limit a full chunk's step passes (``itl_budget``)."""
     out = []
     cap_notes = (entry.get("capacity") or {}).get("notes", [])
     if any(n.startswith("not steady: ") for n in cap_notes):  # notes.CAPACITY_WARNINGS, in words
@@ -114,6 +114,9 @@ def capacity_caveats(entry: dict[str, Any]) -> list[str]:
     if any(n.startswith(ATTAINMENT_CEILING) for n in cap_notes):
         out.append("capacity set by requests that miss at any load: the target is near what light load attains "
                    "(see the capacity note; a lower --target)")
+    if any(n.startswith(ITL_BUDGET) for n in cap_notes):
+        out.append("capacity set by the ITL limit: a step carrying a full prefill chunk passes it at any load (see "
+                   "the capacity note; a smaller --max-num-batched-tokens)")
     return out
 
 

@@ -11,8 +11,8 @@ __all__ = ["model_without_kv", "override_leaves_no_block", "does_not_fit", "pool
            "limits", "kv_pool", "SGLANG_NULL_BLOCK", "RELEASE_RULES", "sglang_release_rules", "sglang_pool_caps",
            "SGLANG_MAMBA_SLOTS", "SGLANG_SLIDING_POOL", "policy_preset", "within_bursts", "v0_engine_by_default",
            "async_scheduling", "HYBRID_LAYOUT", "sliding_prefill_chunk", "overloaded", "expected_clause",
-           "CAPACITY_WARNINGS", "ATTAINMENT_CEILING", "sweep_without_load", "sweep_misses_target", "sweep_capacity",
-           "paced_behind"]
+           "CAPACITY_WARNINGS", "ATTAINMENT_CEILING", "ITL_BUDGET", "sweep_without_load", "sweep_misses_target",
+           "sweep_capacity", "paced_behind"]
 
 _GIB = 2**30
 
@@ -148,10 +148,13 @@ OVERLOAD_ADVICE_MEASURED = ("latency errors then measure the queue: compare thro
 """What ``validate`` (a measured run, replayed: it has no rate flag) advises for an overloaded run."""
 ATTAINMENT_CEILING = "near the attainment ceiling: "
 """How the warning of a capacity set by the requests that miss at any load begins (``attainment_ceiling``)."""
-CAPACITY_WARNINGS = ("not steady: ", "unrepresentative sample: ", ATTAINMENT_CEILING)
+ITL_BUDGET = "ITL set by the token budget: "
+"""How the warning of an ITL limit a step carrying a full prefill chunk exceeds at any load begins (``itl_budget``)."""
+CAPACITY_WARNINGS = ("not steady: ", "unrepresentative sample: ", ATTAINMENT_CEILING, ITL_BUDGET)
 """The SLO-capacity notes every command shows as warnings, not among the notes: the boundary probe's queue still
 growing (``queue_growth.not_steady_note``), probes replaying a window unlike their trace (``probe_sample``), a target
-near the attainment the workload reaches at light load (``attainment_ceiling``)."""
+near the attainment the workload reaches at light load (``attainment_ceiling``), an ITL limit below a full-budget
+step (``itl_budget``)."""
 
 OVERLOAD_ADVICE_CAPACITY = ("at the SLO capacity's probe this means the probe ended before its queue cost the SLO, so "
                             "the capacity found is optimistic: rerun with more requests per probe (--num-requests)")

@@ -25,6 +25,7 @@ from typing import Any
 from kvledger.analyses.serving.attainment_ceiling import AttainmentCeiling, attainment_ceiling
 from kvledger.analyses.serving.capacity_bands import CapacityBand
 from kvledger.analyses.serving.idle_edge import IdleEdge, check_idle_edge
+from kvledger.analyses.serving.itl_budget import itl_budget_note
 from kvledger.analyses.serving.probe_length import short_notes
 from kvledger.analyses.serving.queue_growth import QUEUE_CHECK
 from kvledger.analyses.serving.rejections import Rejections, count_rejections
@@ -217,7 +218,7 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
     edge = _checks(p, res, axis, blo, bhi, target, extra)
     sb = _assemble(p, res, axis, target)
     sb.idle_edge, sb.notes, sb.sessions_limit = edge, sb.notes + extra, p.sessions_limit()
-    _limits(sb, target)
+    _limits(sb, target, slo)
     return sb
 
 
@@ -240,15 +241,14 @@ def _checks(p: SimProber, res: BoundaryResult, axis: str, blo: float, bhi: float
     return edge
 
 
-def _limits(sb: SimBoundary, target: float) -> None:
-    """What bounds the attainment whatever the load, with its note: the requests the engine refuses (never good), and a
-    target the lightest load probed barely meets (``attainment_ceiling``)."""
+def _limits(sb: SimBoundary, target: float, slo: SLO) -> None:
+    """What bounds the attainment whatever the load, with its note: the requests the engine refuses (never good), a
+    target the lightest load probed barely meets (``attainment_ceiling``), an ITL limit a full chunk's step passes."""
     sb.rejections = count_rejections(sb.first_run.setup)
     sb.attainment_ceiling = attainment_ceiling(sb)
-    if sb.rejections is not None:
-        sb.notes.append(sb.rejections.text(target))
-    if sb.attainment_ceiling is not None:
-        sb.notes.append(sb.attainment_ceiling.note)
+    ceiling = sb.attainment_ceiling.note if sb.attainment_ceiling is not None else None
+    rejected = sb.rejections.text(target) if sb.rejections is not None else None
+    sb.notes += [n for n in (rejected, ceiling, itl_budget_note(sb, slo)) if n is not None]
 
 
 def _probe(order: int, value: float, p: SimProber) -> SimProbe:

@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any, ClassVar
 
 from kvledger.analyses.serving.capacity_bands import capacity_band
-from kvledger.analyses.serving.notes import ATTAINMENT_CEILING
+from kvledger.analyses.serving.notes import ATTAINMENT_CEILING, ITL_BUDGET
 from kvledger.analyses.serving.queue_growth import boundary_steadiness
 from kvledger.analyses.serving.rejections import no_capacity_error
 from kvledger.analyses.serving.sim_boundary import SimBoundary, search_sim_boundary
@@ -253,7 +253,7 @@ def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARG
     if grew is None:  # a run whose queue grew did not sustain "the good rate while they arrived"
         cap.notes.extend(_drain_note(cap, priced.duration_s))
     cap.notes.extend(steady_note)
-    cap.notes.extend(n for n in sb.notes if n.startswith(("unrepresentative sample: ", ATTAINMENT_CEILING)))
+    cap.notes.extend(n for n in sb.notes if n.startswith(("unrepresentative sample: ", ATTAINMENT_CEILING, ITL_BUDGET)))
     cap.notes.extend([sb.rejections.text(target)] if sb.rejections else [])  # requests refused: never good
     cap.notes.extend(n for n in sb.notes if n.startswith("early stop"))  # the rule behind probes marked stopped early
     # the probes counted out whatever their attainment: "queue grew" and "too short" (probe_length)
