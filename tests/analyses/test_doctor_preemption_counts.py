@@ -58,3 +58,14 @@ def test_a_log_that_counts_them_is_read_as_counting():
     rep = diagnose_file(LOGS / "constructed_v1_preemptions_at_full_kv.log")
     assert rep.log_summary["preemption_counting"] == "counted"
     assert "cannot show" not in rep.finding("capacity").message
+
+
+def test_the_max_num_seqs_option_says_where_no_request_can_be_preempted():
+    # constructed_v1_preemptions_at_full_kv.log: "GPU KV cache size: 420,896 tokens" = 26,306 blocks of 16, 26,305
+    # usable (block 0 is the null block); a 16,000-token request holds cdiv(16,000, 16) = 1,000 blocks, so 26 whole
+    # ones fit (the log prints 26.31x). V1 admits a request on its prompt's blocks, so the cap at the observed size
+    # (127) still preempts when requests grow; at 26 no request, even at max_model_len, can run out of blocks
+    rep = diagnose_file(LOGS / "constructed_v1_preemptions_at_full_kv.log", model="meta-llama/Llama-3.1-8B", gpu="H100")
+    row = next(o for o in rep.finding("capacity").options if o["action"].startswith("--max-num-seqs"))
+    assert (row["action"], row["no_preemption_max_num_seqs"]) == ("--max-num-seqs 127", 26)
+    assert "still preempt when they grow past it" in row["detail"]

@@ -95,9 +95,10 @@ def test_human_report_shows_the_options_and_rules():
     assert lines["→ --max-model-len 8000"].endswith(
         "127 requests of the size observed at saturation: no capacity added, as logged (it refuses or queues the "
         "excess instead of preempting it; --verbose says how)")
-    assert lines["→ --max-num-seqs 127"].endswith(
-        ": 28,251 blocks per replica (+1,945 blocks, +7.4%, re-planned at this cap), 127 requests of the size observed "
-        "at saturation")
+    # and the cap at which none can be preempted: 26,305 usable blocks ÷ 1,000 blocks a 16,000-token request = 26
+    assert ("→ --max-num-seqs 127: 28,251 blocks per replica (+1,945 blocks, +7.4%, re-planned at this cap), 127 "
+            "requests of the size observed at saturation; none can be preempted at --max-num-seqs 26 or fewer") \
+        in " ".join(brief.split())
     assert not any("no capacity added" in lines[a] for a in ("→ --kv-cache-dtype fp8", "→ as logged"))
 
 

@@ -190,8 +190,11 @@ def _option_line(o: dict[str, Any], logged: dict[str, Any] | None) -> str:
         logged["num_gpu_blocks"], logged["requests_of_observed_size"])
     d = o.get("num_gpu_blocks_change")  # --max-num-seqs: re-planned at the cap, the pool it frees memory for
     moved = f" ({d:+,} blocks, {o['num_gpu_blocks_change_pct']:+.1f}%, re-planned at this cap)" if d else ""
+    k = o.get("no_preemption_max_num_seqs")  # --max-num-seqs: whole max_model_len requests the pool holds
+    safe = ("" if not k else f"; none can be preempted at --max-num-seqs {k} or fewer ({k:,} requests of "
+            f"max_model_len {o['max_model_len']:,} tokens fit the pool as logged)")
     return (f"{o['num_gpu_blocks']:,} blocks per replica{moved}{gpus}"
-            + (f", {n:,} requests of the size observed at saturation" if n is not None else "")
+            + (f", {n:,} requests of the size observed at saturation" if n is not None else "") + safe
             + (f": no capacity added, {logged['action']} (it refuses or queues the excess instead of preempting it; "
                "--verbose says how)" if same else ""))
 

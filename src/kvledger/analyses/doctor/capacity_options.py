@@ -94,9 +94,12 @@ def _variants(ctx: DoctorContext, base: Plan, budget: int, per_req: float | None
 
 
 def _seqs_row(ctx: DoctorContext, base_row: dict[str, Any], budget: int, own: bool, per_req: float,
-              notes: list[str]) -> dict[str, Any] | None:
+              notes: list[str], base: Plan) -> dict[str, Any] | None:
     """--max-num-seqs at the requests of ``per_req`` tokens the slots as logged hold, re-planned at that cap; its
-    ``num_gpu_blocks_change`` (and ``_pct``, %) against the pool as logged."""
+    ``num_gpu_blocks_change`` (and ``_pct``, %) against the pool as logged, and ``no_preemption_max_num_seqs``: the
+    whole max_model_len requests the pool as logged holds. V1 admits a request on its prompt's blocks
+    (``Scheduler.schedule``, 0.10.1 and 0.19.0), so requests that outgrow the observed size still preempt under the
+    first cap; a request holds at most max_model_len tokens, so at the second none can."""
     seqs = base_row["requests_of_observed_size"]  # the slots ÷ per_req, or the held count (capacity_options)
     if seqs < 1:
         return None
@@ -106,8 +109,10 @@ def _seqs_row(ctx: DoctorContext, base_row: dict[str, Any], budget: int, own: bo
         return None
     row = option_row(action, p, per_req, base_row["gpus_per_replica"], detail)
     d = p.memory.num_gpu_blocks - base_row["num_gpu_blocks"]
+    whole = base.row_at(base.memory.max_model_len)
     return {**row, "requests_of_observed_size": seqs, "num_gpu_blocks_change": d,
-            "num_gpu_blocks_change_pct": round(100 * d / base_row["num_gpu_blocks"], 2)}
+            "num_gpu_blocks_change_pct": round(100 * d / base_row["num_gpu_blocks"], 2),
+            "no_preemption_max_num_seqs": whole.max_requests if whole is not None else None}
 
 
 def capacity_options(ctx: DoctorContext, per_req: float | None = None, held: Callable[[Plan], int] | None = None
@@ -131,7 +136,7 @@ def capacity_options(ctx: DoctorContext, per_req: float | None = None, held: Cal
     own = how == LEDGER_BUDGET
     variants, notes = _variants(ctx, base, budget, per_req, own, held)
     rows += variants
-    seqs = _seqs_row(ctx, rows[0], budget, own, per_req, notes) if per_req else None
+    seqs = _seqs_row(ctx, rows[0], budget, own, per_req, notes, base) if per_req else None
     rows += [seqs] if seqs else []
     if n := ctx.settings.get("num_gpu_blocks_override"):  # the log's own: every option was planned with it
         notes.append(kept_override_note(ctx, n, base))

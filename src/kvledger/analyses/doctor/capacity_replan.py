@@ -65,7 +65,9 @@ def seqs_option(ctx: DoctorContext, base_row: dict[str, Any], budget: int, own: 
     d = p.memory.num_gpu_blocks - n0
     return (f"--max-num-seqs {seqs}", p,
             f"caps running requests at the number of ≈{per_req:,.0f}-token requests the slots hold, so preemptions "
-            f"(and their recompute) stop and the excess waits in the queue; re-planned at this cap the pool is "
+            f"(and their recompute) stop while requests stay near that size and the excess waits in the queue "
+            f"(requests admitted on their prompts still preempt when they grow past it); re-planned at this cap the "
+            f"pool is "
             f"{p.memory.num_gpu_blocks:,} blocks ({d:+,}, {d / n0:+.1%} on {n0:,}: the sampler's warm-up and the "
             f"CUDA graphs are sized by max_num_seqs; the ledger's terms at this cap: {moved})")
 
