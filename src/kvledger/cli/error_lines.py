@@ -38,13 +38,16 @@ def usage_error(err: Any, as_json: bool) -> NoReturn:
     from kvledger.cli.broken_pipe import will_end_with
 
     will_end_with(err.exit_code)  # kept when stderr or stdout is a pipe whose reader has gone (`2>&1 | head -0`)
+    from kvledger.cli.serve_flags import serve_only_message
+
     ctx = getattr(err, "ctx", None)
+    serve = serve_only_message(getattr(err, "option_name", None), ctx.command_path if ctx is not None else "kvledger")
     if as_json:
-        json_error(err.format_message() + _other_name(err, ctx), err.exit_code, type(err).__name__)
+        json_error(serve or err.format_message() + _other_name(err, ctx), err.exit_code, type(err).__name__)
     if type(err).__name__ == "NoArgsIsHelpError":  # a bare command: its help, as click prints it
         typer.echo(err.format_message(), err=True)
         sys.exit(err.exit_code)
-    said = err.format_message().removesuffix(".") + _other_name(err, ctx)  # click ends some with a period: hint follows
+    said = serve or err.format_message().removesuffix(".") + _other_name(err, ctx)  # click ends some with a period
     say_error(said + (f" (see '{ctx.command_path} --help')" if ctx is not None else ""))
     sys.exit(err.exit_code)
 
