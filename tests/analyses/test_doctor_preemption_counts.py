@@ -69,3 +69,17 @@ def test_the_max_num_seqs_option_says_where_no_request_can_be_preempted():
     row = next(o for o in rep.finding("capacity").options if o["action"].startswith("--max-num-seqs"))
     assert (row["action"], row["no_preemption_max_num_seqs"]) == ("--max-num-seqs 127", 26)
     assert "still preempt when they grow past it" in row["detail"]
+
+
+def test_a_long_exception_is_cut_at_a_word_and_marked():
+    from kvledger.evidence.vllm_log.failures import clip
+
+    # PyTorch's CUDA OOM message wrapped by vLLM V1's worker (the SRE trial's crash line, 394 characters): whole under
+    # the 500-character limit (at 300 it was cut to "… and 1.12 GiB i")
+    msg = ("RuntimeError: Worker failed with error 'CUDA out of memory. Tried to allocate 2.32 GiB. GPU 0 has a total "
+           "capacity of 79.19 GiB of which 1.02 GiB is free. Including non-PyTorch memory, this process has 78.16 GiB "
+           "memory in use. Of the allocated memory 74.80 GiB is allocated by PyTorch, and 1.12 GiB is reserved by "
+           "PyTorch but unallocated.', please check the stack trace above for the root cause")
+    assert clip(msg) == msg and len(msg) == 394
+    # past the limit: cut at the last space before it, and marked
+    assert clip(msg, 300) == msg[:msg[:300].rfind(" ")] + " …" and clip(msg, 300).endswith("and 1.12 GiB …")

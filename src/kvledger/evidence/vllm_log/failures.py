@@ -85,6 +85,15 @@ class StartupFailure:
         return to_jsonable(self)
 
 
+def clip(text: str, limit: int = 500) -> str:
+    """``text`` whole up to ``limit`` characters, else cut at the last space before it and marked " …" (a CUDA
+    out-of-memory message runs to about 400 characters: cut at 300 mid-word, "… and 1.12 GiB i" hid what it was)."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    return (cut[:cut.rfind(" ")] if " " in cut else cut).rstrip() + " …"
+
+
 def failure_on_line(line_no: int, raw: str) -> StartupFailure | None:
     """The failure signal on one physical line, or None."""
     if _ANY.search(raw) is None:  # most lines: one scan, no segmenting
@@ -95,7 +104,7 @@ def failure_on_line(line_no: int, raw: str) -> StartupFailure | None:
             if m is None:
                 continue
             value = float(m.group(1)) * 2**30 if kind == "negative_kv_memory" else None
-            return StartupFailure(kind, line_no, seg.message.strip()[:300], -abs(value) if value is not None else None)
+            return StartupFailure(kind, line_no, clip(seg.message.strip()), -abs(value) if value is not None else None)
     return None
 
 
@@ -107,7 +116,7 @@ def cause_in_lines(lines: list[str], first_traceback_line: int, first: int = 1) 
         for seg in segments(i + first, lines[i]):
             m = _EXCEPTION.match(seg.message.strip())
             if m and not seg.message.startswith(" "):
-                return i + first, seg.message.strip()[:300]
+                return i + first, clip(seg.message.strip())
     return None
 
 
