@@ -62,3 +62,13 @@ def test_describe_and_dict():
     s = SLO(ttft_s=0.2, tpot_s=0.05)
     assert s.describe() == "ttft ≤ 200.00 ms, tpot ≤ 50.00 ms"
     assert s.to_dict()["text"] == s.describe()
+
+
+def test_a_percentile_over_requests_is_the_target_not_a_key():
+    # an SRE's "p99 TTFT ≤ 2 s": the share of requests within a per-request limit, so --slo ttft=2s --target 0.99
+    for written, metric, target in (("ttft_p99", "ttft", "0.99"), ("p99_ttft", "ttft", "0.99"),
+                                    ("tpot_p90", "tpot", "0.9"), ("e2el_p95", "e2e", "0.95")):
+        with pytest.raises(InputError) as err:
+            parse_slo(f"{written}=2s")
+        assert f"is --slo {metric}=X with --target {target} " in str(err.value)
+    assert parse_slo("itl_p99=100ms").itl_stat == 99.0  # ITL's per-request percentile stays a key

@@ -104,6 +104,10 @@ class SLO:
         return to_jsonable(self)
 
 
+#: a percentile over requests written into a per-request key: p99_ttft, ttft_p99, tpot_p90, e2el_p95
+_OVER_REQUESTS = re.compile(r"^(?:p(\d+(?:\.\d+)?)_)?(ttft|tpot|e2e|e2el)(?:_p(\d+(?:\.\d+)?))?$")
+
+
 def _key_stat(name: str, notes: list[str]) -> tuple[str, str | float | None]:
     """(canonical key, ITL statistic or None) of an SLO key as written (aliases and the old 'itl' spelling read).
 
@@ -122,6 +126,12 @@ def _key_stat(name: str, notes: list[str]) -> tuple[str, str | float | None]:
         if not 0 < q <= 100:
             raise range_error(f"SLO key {key!r}: percentile", q, "(0, 100]")
         return key, q
+    if key not in ("ttft", "tpot", "e2e") and (pm := _OVER_REQUESTS.match(key)):
+        metric, q = _ALIASES.get(pm.group(2), pm.group(2)), float(pm.group(1) or pm.group(3))
+        raise InputError(f"SLO key {name!r}: each limit here holds per request, and a percentile over requests is the "
+                         f"share of them within it: 'p{q:g} {metric.upper()} within X' is --slo {metric}=X with "
+                         f"--target {q / 100:g} (goodput --target, cost and search take it; ITL alone has per-request "
+                         "percentiles, itl_pQ, of each request's own gaps)")
     if key not in ("ttft", "tpot", "e2e"):
         raise UnknownNameError("SLO key", name, list(SLO_KEYS) + ["itl_p99", "e2el", "itl"],
                                hint="(ttft, tpot, itl_max, itl_mean, itl_pQ, e2e)")
