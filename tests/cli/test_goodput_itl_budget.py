@@ -59,3 +59,12 @@ def test_the_step_priced_is_the_last_chunk_of_the_longest_prompt():
     assert (a.num_prefill_tokens, a.prefill_kv_tokens, a.prefill_attn_pairs) == (1023, 7930, 1023 * 6907 + 1023 * 512)
     assert (b.num_prefill_tokens, b.prefill_kv_tokens, b.prefill_attn_pairs) == (7930, 7930, 7930 * 7931 / 2)
     assert (a.num_decode_seqs, a.decode_kv_tokens) == (1, 7930)
+
+
+def test_one_run_at_the_operators_rate_gets_the_warning_too():
+    # goodput --simulate at a rate (no --target): the first 300 azure-conv requests at 6 req/s; the same longest prompt
+    # (4,107 tokens) and step (270.31 ms), said as a warning of the run
+    args = [a for a in ARGS if a not in ("--target", "0.9", "--axis", "rate")]
+    d = cli_json(*args, "--rate", "6")
+    note = next(n for n in d["notes"] if n.startswith("warning: ITL set by the token budget: in this run, "))
+    assert "takes 270.31 ms" in note and "--max-num-batched-tokens 1024 caps such a step at 81.39 ms" in note

@@ -19,7 +19,7 @@ from kvledger.analyses.serving.notes import ITL_BUDGET
 from kvledger.ledgers.columns import columns_from
 from kvledger.units import fmt_duration
 
-__all__ = ["MIN_BUDGET", "chunk_step_s", "itl_budget_note"]
+__all__ = ["MIN_BUDGET", "chunk_step_s", "itl_budget_note", "itl_budget_words"]
 
 MIN_BUDGET = 256
 """The smallest budget the warning proposes (halving from the one simulated), tokens: a threshold of this check."""
@@ -39,17 +39,24 @@ def chunk_step_s(cost: Any, budget: int, longest: int) -> float:
 
 def itl_budget_note(sb: Any, slo: Any) -> str | None:
     """The warning for a request-rate search ``sb`` (``sim_boundary.SimBoundary``) under ``slo`` whose lightest probe
-    run to its end still has ITL misses while a full-budget step takes longer than the ITL limit (vLLM, chunked
-    prefill, an ITL limit on each request's largest gap or a percentile of its gaps); None otherwise."""
-    run = sb.first_run
-    if (slo.itl_s is None or slo.itl_stat == "mean" or sb.axis != "request_rate" or run is None
+    run to its end still has ITL misses (``itl_budget_words``); None otherwise."""
+    full = sorted((pr.value, k) for k, pr in enumerate(sb.probes) if pr.stopped_early is None)
+    if sb.axis != "request_rate" or not full:
+        return None
+    missed = sb.goodputs[full[0][1]].num_missed.get("itl", 0)
+    return itl_budget_words(sb.first_run, slo, missed, f"at {full[0][0]:.4g} req/s, the lightest load probed")
+
+
+def itl_budget_words(run: Any, slo: Any, missed: int, where: str) -> str | None:
+    """The warning for the simulated run ``run`` (``sim_ledgers.SimulatedRun``) in which ``missed`` requests missed the
+    ITL limit of ``slo`` (``where``: which run, in words) while a step carrying a full-budget prefill chunk takes longer
+    than the limit (vLLM, chunked prefill, an ITL limit on each request's largest gap or a percentile of its gaps);
+    None otherwise."""
+    if (not missed or slo.itl_s is None or slo.itl_stat == "mean" or run is None
             or getattr(run.setup.plan.memory, "engine", "vllm") != "vllm"):
         return None
     cfg = run.setup.config
     if not cfg.enable_chunked_prefill or cfg.batching != "continuous":
-        return None
-    full = sorted((pr.value, k) for k, pr in enumerate(sb.probes) if pr.stopped_early is None)
-    if not full or not (missed := sb.goodputs[full[0][1]].num_missed.get("itl", 0)):
         return None
     budget, limit = cfg.max_num_batched_tokens, slo.itl_s
     longest = min(int(columns_from(run.run).num_prompt_tokens.max()), cfg.max_model_len)
@@ -58,7 +65,7 @@ def itl_budget_note(sb: Any, slo: Any) -> str | None:
         return None
     fits = next((b for b in _halvings(budget) if b <= longest and chunk_step_s(run.setup.cost, b, longest) <= limit),
                 None)
-    head = (f"{ITL_BUDGET}at {full[0][0]:.4g} req/s, the lightest load probed, {missed:,} requests still missed "
+    head = (f"{ITL_BUDGET}{where}, {missed:,} requests missed "
             f"{slo.itl_key} ≤ {fmt_duration(limit)}: a step that carries a prefill chunk of up to "
             f"max_num_batched_tokens {budget:,} tokens ("
             + (f"the last chunk of the longest prompt, {longest:,} tokens" if longest >= budget else

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvledger.analyses.serving.capacity_bands import CapacityBand, capacity_band
+from kvledger.analyses.serving.itl_budget import itl_budget_words
 from kvledger.analyses.serving.queue_growth import boundary_steadiness
 from kvledger.analyses.serving.sim_boundary import SimBoundary, SimProbe, search_sim_boundary
 from kvledger.analyses.serving.sim_document import SimProvenance
@@ -21,6 +22,7 @@ from kvledger.analyses.serving.sim_setup import SimRequestArgs
 from kvledger.ledgers.boundary import BoundaryResult
 from kvledger.ledgers.goodput import GoodputResult, goodput
 from kvledger.ledgers.slo import SLO
+from kvledger.records import WARNING_PREFIX
 
 __all__ = ["SimGoodputRun", "ProbeLine", "ProbeWhere", "BoundaryFigures", "BoundaryLine", "SimGoodputSearch",
            "simulated_goodput", "simulated_goodput_search"]
@@ -166,7 +168,10 @@ class SimGoodputSearch:
 def simulated_goodput(args: SimRequestArgs, slo: SLO, synthetic: SyntheticSpec | None = None) -> SimGoodputRun:
     """Simulate one run and measure its goodput under ``slo``."""
     sim = simulate_run(args, synthetic)
-    return SimGoodputRun(goodput(sim.run, slo), sim)
+    res = goodput(sim.run, slo)
+    budget = itl_budget_words(sim, slo, res.num_missed.get("itl", 0), "in this run")  # an ITL limit no load can meet
+    res.notes += [WARNING_PREFIX + budget] if budget else []
+    return SimGoodputRun(res, sim)
 
 
 def simulated_goodput_with_tier(args: SimRequestArgs, slo: SLO, tiers: Any,
