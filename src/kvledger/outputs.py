@@ -15,14 +15,15 @@ never written through.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from kvledger.errors import InputError
 
-__all__ = ["prepare_output_file", "prepare_output_dir", "temp_beside", "write_atomic", "write_bytes_atomic",
-           "write_text_atomic"]
+__all__ = ["LOG_RECORD", "is_server_log", "prepare_output_file", "prepare_output_dir", "temp_beside", "write_atomic",
+           "write_bytes_atomic", "write_text_atomic"]
 
 
 def _warn(message: str) -> None:
@@ -90,6 +91,21 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
+LOG_RECORD = re.compile(r"\b(?:DEBUG|INFO|WARNING|ERROR)\s+\d\d-\d\d \d\d:\d\d:\d\d")
+"""A log record as Python's logging prints it in vLLM's format (level, month-day, time), e.g. "(APIServer pid=1) INFO
+04-22 01:38:34 [entrypoints/utils.py:299] …"."""
+
+
+def is_server_log(path: Path) -> bool:
+    """Whether the first 20,000 characters of the file at ``path`` hold a log record (``LOG_RECORD``); False where it
+    cannot be read as text."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return LOG_RECORD.search(fh.read(20_000)) is not None
+    except OSError:
+        return False
+
+
 def _check_target(target: Path, flag: str, force: bool, inputs: list[Path], folder: Path,
                   default: bool = False) -> None:
     """Refuse an input as ``target`` always, an existing ``target`` without --force; with it, warn about a link.
@@ -109,6 +125,10 @@ def _check_target(target: Path, flag: str, force: bool, inputs: list[Path], fold
         return
     if target.is_dir():
         raise InputError(f"{flag} {target} is a directory; give a file name")
+    if target.exists() and force and is_server_log(target):  # --force replaces an earlier output, not a log
+        raise InputError(f"{flag} {_short(target)} is a server log (its first lines are log records), not an output "
+                         "of kvledger: --force replaces an earlier output, never the log being diagnosed. Choose "
+                         "another name. Nothing was run.")
     if target.exists() and not force and default:  # the user gave no flag: name the default and how to change it
         raise InputError(f"{target} (the default {flag}) already exists; pass --force or {flag} PATH. Nothing was run.")
     if target.exists() and not force:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from kvledger.dynamics.workload.burstgpt import BURSTGPT_COLUMNS
 from kvledger.errors import FormatError
+from kvledger.outputs import LOG_RECORD
 
 __all__ = ["CSV_LAYOUTS", "JSONL_LAYOUTS", "JSONL_TIME_S", "detect_layout"]
 
@@ -25,8 +25,6 @@ JSONL_LAYOUTS: dict[str, tuple[str, ...]] = {
     "llmservingsim": ("arrival_time_ns", "input_toks", "output_toks"),
     "llmservingsim-run": ("queued_ts", "input_toks", "output_toks"),
 }
-#: a log record as Python's logging prints it in vLLM's format: level, month-day, time
-_LOG_RECORD = re.compile(r"\b(?:DEBUG|INFO|WARNING|ERROR)\s+\d\d-\d\d \d\d:\d\d:\d\d")
 #: seconds per unit of a JSONL layout's arrival time (others: seconds)
 JSONL_TIME_S = {"mooncake": 1e-3, "llmservingsim": 1e-9}
 
@@ -41,7 +39,7 @@ def detect_layout(keys: set[str], layouts: dict[str, tuple[str, ...]], path: Pat
         if all(k in keys for k in needed):
             return name
     accepted = "; ".join(f"{n}: {', '.join(c)}" for n, c in layouts.items())
-    if record := next((k for k in sorted(keys) if _LOG_RECORD.search(k)), None):  # "… INFO 04-22 01:38:34 [x.py:1]"
+    if record := next((k for k in sorted(keys) if LOG_RECORD.search(k)), None):  # "… INFO 04-22 01:38:34 [x.py:1]"
         raise FormatError(str(path), "a server log, not a request trace (its first line is a log record: "
                           f"{record.strip()[:80]!r}): `kvledger doctor FILE` reads a vLLM server log; a trace gives "
                           f"each request's arrival and token counts, accepted layouts: {accepted}", "line 1")
