@@ -118,7 +118,7 @@ def diagnose_capacity(ctx: DoctorContext) -> Finding:
         waiting = max((s.waiting_reqs for s in stats), default=0)
         msg = (f"no preemptions and no capacity-bound queue in {len(stats):,} metrics line(s) ({peak}, at most "
                f"{waiting} waiting)"
-               if stats else "the log has no metrics lines and no preemption warnings")
+               if stats else "the log has no metrics lines and no preemption warnings" + _startup_only(ctx))
         return Finding("capacity", False, verdict, msg, RULE, tuple(evidence), (), tuple(notes),
                        diagnosed=bool(stats))
     options, per_req, base = capacity_options(ctx)
@@ -140,6 +140,26 @@ def diagnose_capacity(ctx: DoctorContext) -> Finding:
         notes.append(f"{need} for the options in numbers; FP8 KV doubles the blocks of standard and MLA attention "
                      f"whatever the model")
     return Finding("capacity", True, verdict, msg, RULE, tuple(evidence), tuple(options), tuple(notes))
+
+
+def _startup_only(ctx: DoctorContext) -> str:
+    """For a log with no serving lines, what its start-up says about preemption: the whole max_model_len requests the
+    pool as logged holds against max_num_seqs. V1 admits a request on its prompt's blocks and preempts a running one
+    when the pool has no block for its next token (``Scheduler.schedule``, 0.10.1 and 0.19.0), so preemption is
+    possible under load where max_num_seqs lets more run than that, and impossible at or below it; "" without a
+    plan."""
+    base = kv_budget(ctx)[0] if ctx.model is not None else None
+    row = base.row_at(base.memory.max_model_len) if base is not None else None
+    if row is None or row.max_requests < 1:
+        return ""
+    m, k = base.memory, row.max_requests
+    whole = f"{k:,} request{'s' if k != 1 else ''} of max_model_len {m.max_model_len:,} tokens"
+    seqs = f"max_num_seqs {m.max_num_seqs:,} ({ctx.sources.get('max_num_seqs') or 'the plan'})"
+    if m.max_num_seqs <= k:
+        return f"; from its start-up: {seqs} is within the {whole} the pool holds, so no request can be preempted"
+    return (f"; from its start-up: the pool holds {whole} at once ({m.usable_blocks * m.block_size:,} token slots) "
+            f"and {seqs} lets more run, so under load vLLM preempts once the running requests need more blocks than "
+            f"are free; none can at --max-num-seqs {k} or fewer")
 
 
 def _unseen(log: Any, full: list[StatsSample]) -> str:
