@@ -352,7 +352,8 @@ def test_arxiv_and_the_data_folder_choices_reach_the_form(server, browser):
     assert browser.find_element("id", "output_lengths").get_attribute("value") == "trace:arxiv:output"
     Select(browser.find_element("id", "trace")).select_by_value("azure-code")
     assert browser.find_element("id", "prompt_lengths").get_attribute("value") == ""
-    kv = [o.get_attribute("value") for o in Select(browser.find_element("id", "kv_cache_dtype")).options]
+    kv = browser.execute_script(  # one call: an option read one by one can go stale while the list is refilled
+        'return Array.from(document.getElementById("kv_cache_dtype").options).map(o => o.value);')
     assert "fp8_e4m3" in kv and "fp8_e5m2" in kv
     v = _version(browser)
     Select(browser.find_element("id", "quantization")).select_by_value("fp8")
@@ -381,7 +382,9 @@ def test_the_kv_dtype_list_follows_the_engine_and_its_version(server, browser):
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
     def offered(b) -> list[str]:
-        return [o.get_attribute("value") for o in Select(b.find_element("id", "kv_cache_dtype")).options]
+        # read in one script call: the list is being refilled, and an option element read one by one can go stale
+        return b.execute_script(
+            'return Array.from(document.getElementById("kv_cache_dtype").options).map(o => o.value);')
 
     browser.get(server + "/")
     _wait_version(browser, 0)
