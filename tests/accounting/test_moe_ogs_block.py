@@ -85,29 +85,33 @@ def test_vllm_0_17_to_0_21_vendored_matmul_ogs_doubles_the_rows_per_expert_up_to
 
 @pytest.mark.parametrize("engine,version,gpu,kernel", [
     ("vllm", "0.10.1", "H100", "marlin"),  # the wheel's torch 2.7.1: _should_use_marlin on Hopper
-    ("vllm", "0.11.0", "H100", ""),  # triton_kernels 3.4-3.5 beside it: expert_kernel's "ogs"
+    ("vllm", "0.11.0", "H100", "marlin"),  # a stock install: no triton_kernels (no dependency of the wheel)
+    ("vllm", "0.11.0+tk", "H100", "ogs"),  # --mxfp4-backend triton: triton_kernels 3.4-3.5 beside it
+    ("vllm", "0.12.0", "H100", "ogs"),  # vendors triton_kernels with v3.5.0's opt_flags.py
     ("vllm", "0.17.0", "H100", "ogs_ragged"),
     ("vllm", "0.21.0", "H100", "ogs_ragged"),
-    ("vllm", "0.22.0", "H100", ""),  # vendors the v3.5.0 opt_flags.py again
+    ("vllm", "0.22.0", "H100", "ogs"),  # vendors the v3.5.0 opt_flags.py again
     ("vllm", "0.19.0", "A100", "marlin"),  # below Hopper: Marlin on every release (mxfp4_uses_marlin)
     ("sglang", None, "H100", ""),
 ])
 def test_each_vllm_release_prices_gpt_oss_experts_with_its_own_kernel(engine, version, gpu, kernel):
     from kvledger.accounting.plan_roofline import mxfp4_moe_kernel
 
-    s = PlanSettings(engine=engine, engine_version=version)
+    given = "triton" if version and version.endswith("+tk") else "auto"
+    s = PlanSettings(engine=engine, engine_version=version and version.removesuffix("+tk"), mxfp4_backend=given)
     assert mxfp4_moe_kernel(load_model("openai/gpt-oss-20b", allow_hub=False), get_gpu(gpu), s) == kernel
 
 
 def test_a_0_19_plan_pads_gpt_oss_decode_rows_to_the_ragged_block():
-    # a 128-token decode step of gpt-oss-20b on an H100, c ~ Binomial(128, 1/8) tokens an expert (mean 16): 0.11.0
-    # pads each expert to 16 rows, 0.19.0's vendored triton_kernels to 32. P(c ≤ 16) = 0.56611, P(17 ≤ c ≤ 32) =
-    # 0.43386, P(c > 32) = 3.4e-5, P(c = 0) = (7/8)^128 = 3.8e-8 (summed from the pmf), so E[⌈c/16⌉·16] =
-    # 16 × 0.56611 + 32 × 0.43386 + 48 × 3.4e-5 = 22.943 and E[⌈c/32⌉·32] = 32 × (1 − 3.4e-5) + 64 × 3.4e-5 = 32.001
+    # a 128-token decode step of gpt-oss-20b on an H100, c ~ Binomial(128, 1/8) tokens an expert (mean 16): 0.12.0
+    # (matmul_ogs with the v3.5 rule, as 0.11.0 with triton_kernels installed) pads each expert to 16 rows, 0.19.0's
+    # vendored triton_kernels to 32. P(c ≤ 16) = 0.56611, P(17 ≤ c ≤ 32) = 0.43386, P(c > 32) = 3.4e-5, P(c = 0) =
+    # (7/8)^128 = 3.8e-8 (summed from the pmf), so E[⌈c/16⌉·16] = 16 × 0.56611 + 32 × 0.43386 + 48 × 3.4e-5 = 22.943
+    # and E[⌈c/32⌉·32] = 32 × (1 − 3.4e-5) + 64 × 3.4e-5 = 32.001
     m, g = load_model("openai/gpt-oss-20b", allow_hub=False), get_gpu("H100")
     rc = {v: build_plan(m, g, PlanSettings(max_model_len=8192, engine_version=v), with_roofline=False,
-                        with_advice=False).step_cost() for v in ("0.11.0", "0.19.0")}
-    assert (rc["0.11.0"].ogs_ragged, rc["0.19.0"].ogs_ragged, rc["0.19.0"].ogs_moe) == (False, True, True)
+                        with_advice=False).step_cost() for v in ("0.12.0", "0.19.0")}
+    assert (rc["0.12.0"].ogs_ragged, rc["0.19.0"].ogs_ragged, rc["0.19.0"].ogs_moe) == (False, True, True)
     assert padded_rows_moments(128, 4, 32, 0, 16)[0] == pytest.approx(22.943, abs=0.001)
     assert padded_rows_moments(128, 4, 32, 0, 32)[0] == pytest.approx(32.001, abs=0.001)
-    assert rc["0.19.0"].moe_kernel_s(128) > rc["0.11.0"].moe_kernel_s(128)
+    assert rc["0.19.0"].moe_kernel_s(128) > rc["0.12.0"].moe_kernel_s(128)

@@ -20,12 +20,11 @@ Padding, from vLLM 0.11.0's ``fused_moe.py``: ``moe_align_block_size`` pads each
 of ``BLOCK_SIZE_M`` and the grouped GEMMs run on the padded rows; ``get_default_config`` takes BLOCK_SIZE_M = 16 when
 the step's tokens M ≤ E, else 64, E the rank's local experts under expert parallelism (``block_m``; the tuned tables
 move it with M the same way); a tuned config is priced at BLOCK_SIZE_M 16, the least padding its tuner timed
-(``moe_rows.tuned_block``: a larger block it kept ran no slower). MXFP4 experts below Hopper and FP8 experts below
-sm89 run the Marlin MoE kernel, whose block grows with the rows per expert (``moe_rows.marlin_block``: 8, 16, 32, 48
-or 64); on Hopper triton_kernels' matmul_ogs, padded to ``moe_rows.ogs_block`` (16 … 128). Under uniform top-k
-routing an expert's count is c ~ Binomial(T, k/E) (each token picks k distinct experts),
-so the padded rows of a layer are E · E[⌈c/B⌉·B], computed exactly (the pmf over mean ± 12 σ; under expert parallelism
-the busiest rank's rows, moe_rows.py).
+(``moe_rows.tuned_block``: a larger block it kept ran no slower). FP8 experts below sm89 and MXFP4 experts where vLLM
+picks Marlin (vllm_mxfp4_backend.py; below Hopper always) run the Marlin MoE kernel, whose block grows with the rows
+per expert (``moe_rows.marlin_block``: 8 … 64); MXFP4 under Triton runs triton_kernels' matmul_ogs, padded to
+``moe_rows.ogs_block`` (16 … 128). Under uniform top-k routing an expert's count is c ~ Binomial(T, k/E), so a layer's
+padded rows are E · E[⌈c/B⌉·B], computed exactly (the pmf over mean ± 12 σ; under EP the busiest rank's, moe_rows.py).
 FLOPs_pad = 2 · (3·H·I/TP) · those rows, and m = the padded rows per expert. Errors (mean / worst |predicted /
 measured − 1| per table; LOSO: the table priced by a fit to the other three), 49 of the 53 rows kept:
 
@@ -40,25 +39,20 @@ measured − 1| per table; LOSO: the table priced by a fit to the other three), 
     all rows                      15.2% / 74.4%     22.4% / 101.9%    16.9% / 78.3%     25.1% / 110.5%
     ============================  ================  ================  ================  ================
 
-Padded: t0 42.6 µs, β 0.859, η∞ 0.331, m½ 5.40, the tuned Mixtral table at 16-row blocks (at ``block_m``'s 64
-past M > E, as the default tables: 15.7% in-sample, 22.9% LOSO, Mixtral 25.8% held out); unpadded: t0 40.8 µs, β
-0.822, η∞ 0.307, m½ 7.84. Padding narrowed the Mixtral/Qwen3 opposition (LOSO signed mean +26% / −21% with
-``block_m``'s rule throughout, from +31% / −21%) without closing it. An η∞ growing
-with the per-expert width N·K as (N·K)^γ fits better in-sample (13.6%) but is fixed by Mixtral alone: held out, it
-misses Mixtral by 70–79% mean (LOSO 39–44% overall), so it is not used; nor is pricing FP8 experts at the FP8 peak
-(unpadded: in-sample 22.0%, LOSO 34.1%, Mixtral held out 65%).
+Padded: t0 42.6 µs, β 0.859, η∞ 0.331, m½ 5.40, tuned Mixtral at 16-row blocks (at ``block_m``'s: 15.7% in-sample,
+22.9% LOSO); unpadded: t0 40.8 µs, β 0.822, η∞ 0.307, m½ 7.84. Padding narrowed the Mixtral/Qwen3 opposition (LOSO
+signed mean +26% / −21%, from +31% / −21%) without closing it. Not used: an η∞ growing as (N·K)^γ (13.6% in-sample,
+fixed by Mixtral alone, which it misses by 70–79% held out), FP8 experts at the FP8 peak (LOSO 34.1%).
 
 In the roofline (``FusedMoePrices``): every MoE layer's routed experts are priced by this term instead of the plain
 roofline, t0 per MoE layer; β scales with the roofline's bandwidth fraction and η∞ with its FLOP fraction, each
 relative to the defaults the fit stands beside (0.8, 0.7), so the uncalibrated roofline prices the fit itself and a
 GPU profile's fitted fractions move it in proportion; the floor does not scale.
 
-Tuned or default config (moe_config.py): Mixtral's table ran a tuned config, the other three the default. The fit
-pools them; where the vLLM release ships no tuned config for a layer's shape and GPU, the whole term is × the
-default/tuned factor (×1.0315 from 87 published pairs). Fitting instead on tuned-equivalent times (default tables ÷
-the factor) does better on these rows (in-sample 14.7%, LOSO 21.2%: t0 41.1 µs, β 0.872, η∞ 0.347, m½ 5.68) but
-worse end to end: the 18 public MoE serving points' mean |error| 39.9% against 38.1% pooled, the tuned and non-Triton
-cases already predicted fast moving faster (2026-12-05, docs/validation.md); the pooled fit is kept.
+Tuned or default config (moe_config.py): Mixtral's table ran a tuned config, the other three the default; the fit
+pools them, and where the release ships no tuned config for a layer's shape and GPU the term is × the default/tuned
+factor (×1.0315, 87 published pairs). A fit on tuned-equivalent times (in-sample 14.7%, LOSO 21.2%) does worse end to
+end (the 18 public MoE serving points 39.9% mean |error| against 38.1% pooled, 2026-12-05): the pooled fit is kept.
 """
 
 from __future__ import annotations
@@ -235,7 +229,8 @@ class FusedMoePrices:
 
     def _init_moe(self, model, tp: int, ep: int, half_tokens: float, moe_config=None, mxfp4_moe: str = "") -> None:
         """Routed-expert FLOP parameters per token, the MoE layers the fused-MoE term prices, whether the MoE terms
-        (moe_terms.py, this module) change any step, and ``moe_config`` (moe_config.py: tuned or default config)."""
+        (moe_terms.py, this module) change any step, ``moe_config`` (moe_config.py: tuned or default config) and the
+        MXFP4 experts' backend (vllm_mxfp4_backend.py; "": by GPU, below)."""
         from kvledger.accounting.fp8_block import expert_mma_dtype
         from kvledger.accounting.tp_comm import link_bytes_per_s
 
@@ -250,9 +245,15 @@ class FusedMoePrices:
             else self.peak_flops
         self.moe_layers = moe_layer_count(model) if model.is_moe else 0
         # the experts' kernel and so the block their rows are padded to (moe_rows.expert_kernel: Marlin MoE's
-        # marlin_block, matmul_ogs' ogs_block by its triton_kernels rule, else Triton fused_moe's)
+        # marlin_block, matmul_ogs' ogs_block by its triton_kernels rule, else Triton fused_moe's); ``mxfp4_moe`` the
+        # release's own choice for MXFP4 experts (plan_roofline.mxfp4_moe_kernel: vllm_mxfp4_backend.py's backend)
         kernel = moe_rows.expert_kernel(model.quant.method, self.gpu.arch, mxfp4_moe)
         self.marlin_moe, self.ogs_moe, self.ogs_ragged = kernel == "marlin", kernel[:3] == "ogs", kernel == "ogs_ragged"
+        # Marlin's MXFP4 experts run and are read at their padded shape (hidden to 256, each rank's intermediate share
+        # to 128: mxfp4.py create_weights, read in 0.10.1, 0.11.0 and 0.18.0): ×(H'·I')/(H·I) on reads and FLOPs
+        h, i = model.hidden_size, -(-(model.intermediate_size or 0) // (1 if ep > 1 else tp))
+        self.expert_pad = -(-h // 256) * 256 * -(-i // 128) * 128 / (h * i) \
+            if kernel == "marlin" and model.quant.method == "mxfp4" and i else 1.0
         self._moe_terms = model.is_moe and (self.moe_layers > 0 or ep > 1 or half_tokens > 0
                                             or self.expert_peak_flops != self.peak_flops)
         frac = model.experts_per_token / model.num_experts if model.is_moe else 0.0
@@ -276,14 +277,15 @@ class FusedMoePrices:
              f.gemm_efficiency * self.flops_fraction / FIT_FLOPS_FRACTION,
              self.grouped_gemm_half_tokens or f.half_tokens)
         k, e, ep = m.experts_per_token, m.num_experts, self.ep
-        read = self.expert_bytes * self.experts_touched_fraction(num_tokens) * ep_read_imbalance(num_tokens, k, e, ep)
+        read = self.expert_bytes * self.experts_touched_fraction(num_tokens) * ep_read_imbalance(num_tokens, k, e, ep) \
+            * self.expert_pad
         block = (marlin_block(num_tokens, k, local_experts(e, ep)) if self.marlin_moe else
                  moe_rows.ogs_block(num_tokens, k, e, self.ogs_ragged) if self.ogs_moe else
                  tuned_block(self.moe_config is not None and self.moe_config.tuned))
         rows = busiest_rank_rows(int(math.ceil(num_tokens)), k, e, ep, block)
         # the GPU's expert weights (params per token × E/k): 1/TP of all E, or n₀ whole experts = TP·n₀/E of that
         held = e / k * (self.tp * local_experts(e, ep) / e if ep > 1 else 1.0)
-        flops = 2 * self.expert_params_per_token * held * rows
+        flops = 2 * self.expert_params_per_token * held * rows * self.expert_pad
         return self._config_factor * moe_layer_s(p, read, flops, rows, self.bw,
                                                  self.gpu.bf16_flops_per_s or self.peak_flops)
 

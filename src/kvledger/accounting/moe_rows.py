@@ -90,9 +90,9 @@ def expert_kernel(quant: str, arch: str, mxfp4_moe: str = "") -> str:
     triton_kernels' matmul_ogs (0.11.0 mxfp4.py :: get_mxfp4_backend, TRITON with triton_kernels installed, as the
     weights' low end takes; 0.18.0 likewise, 0.19.0's oracle with its vendored copy). ``mxfp4_moe``: a release's own
     choice for MXFP4 experts where it differs ("marlin" on Hopper before 0.10.2, "ogs_ragged" in ``OGS_RAGGED_VLLM``:
-    ``plan_roofline.roofline_terms``); "" the rule above."""
+    ``plan_roofline.mxfp4_moe_kernel``; "fused" for a FlashInfer backend: fused_moe's block rule); "" the rule above."""
     if quant == "mxfp4" and mxfp4_moe:
-        return mxfp4_moe
+        return "" if mxfp4_moe == "fused" else mxfp4_moe
     if (quant == "mxfp4" and arch in ("sm75", "sm80", "sm86", "sm89")) or (quant == "fp8" and arch in
                                                                           ("sm75", "sm80", "sm86")):
         return "marlin"

@@ -15,10 +15,10 @@ from kvledger.accounting.moe_rows import OGS_RAGGED_VLLM
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_rules import SGLANG_LATEST, parse_sglang_version, sglang_custom_ar_max_bytes
 from kvledger.accounting.vllm_custom_ar import custom_ar_max_bytes, tp_group_nodes
+from kvledger.accounting.vllm_mxfp4_backend import mxfp4_plan
 from kvledger.accounting.vllm_rules import LATEST, parse_version
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
-from kvledger.catalog.mxfp4_layout import mxfp4_uses_marlin
 from kvledger.catalog.quant_flag import ONLINE_METHODS, online_scheme
 
 __all__ = ["roofline_model", "roofline_terms", "plan_moe_config", "mxfp4_moe_kernel", "tp_nodes", "tp_span"]
@@ -42,18 +42,25 @@ def plan_moe_config(model: ModelSpec, gpu: GpuSpec, s: PlanSettings) -> MoeConfi
 
 
 def mxfp4_moe_kernel(model: ModelSpec, gpu: GpuSpec, s: PlanSettings) -> str:
-    """The kernel vLLM ``s.engine_version`` (else the latest modelled) runs MXFP4 experts with where its release
-    differs from ``moe_rows.expert_kernel``'s rule: "marlin" on Hopper before 0.10.2 (``mxfp4_layout.
-    mxfp4_uses_marlin``: the wheel's torch 2.7.1 fails ``_should_use_marlin``'s 2.8 check, read in 0.10.1),
-    "ogs_ragged" on Hopper in ``moe_rows.OGS_RAGGED_VLLM`` (0.17–0.21's vendored triton_kernels); "" otherwise (other
-    engines: SGLang's triton_kernel runner imports ``triton_kernels.routing``, the 3.4–3.5 API, in 0.5.3 and 0.5.9)."""
-    if s.engine != "vllm" or roofline_model(model, s).quant.method != "mxfp4":
+    """The kernel vLLM ``s.engine_version`` (else the latest modelled) runs MXFP4 experts with, for
+    ``moe_rows.expert_kernel``: "marlin" where the release's backend is Marlin (``vllm_mxfp4_backend.mxfp4_plan``:
+    release × GPU × ``--mxfp4-backend``; e.g. Hopper before 0.10.2, whose torch 2.7.1 fails ``_should_use_marlin``'s
+    2.8 check, and a stock 0.10.2–0.11.x install without triton_kernels); for the Triton backend matmul_ogs' block by
+    the release's vendored triton_kernels: "ogs_ragged" in ``moe_rows.OGS_RAGGED_VLLM`` (0.17–0.21), else "ogs";
+    "fused" for a FlashInfer backend (priced with fused_moe's block rule); "" for other engines (SGLang's triton_kernel
+    runner imports ``triton_kernels.routing``, the 3.4–3.5 API, in 0.5.3 and 0.5.9: the GPU rule) and models."""
+    if s.engine != "vllm" or (rm := roofline_model(model, s)).quant.method != "mxfp4":
         return ""
     ver = parse_version(s.engine_version or LATEST)
-    if mxfp4_uses_marlin(gpu.arch, ver):
+    mx = mxfp4_plan(rm, gpu.arch, ver, s.mxfp4_backend)
+    if mx is None:
+        return ""
+    if mx[0] == "marlin":
         return "marlin"
-    lo, hi = OGS_RAGGED_VLLM
-    return "ogs_ragged" if gpu.arch == "sm90" and lo <= ver <= hi else ""
+    if mx[0] == "triton":
+        lo, hi = OGS_RAGGED_VLLM
+        return "ogs_ragged" if lo <= ver <= hi else "ogs"
+    return "fused"
 
 
 def _custom_ar_bytes(s: PlanSettings, gpu: GpuSpec) -> int:

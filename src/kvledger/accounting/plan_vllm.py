@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from kvledger.accounting import notes as N
 from kvledger.accounting import vllm_profile as P
 from kvledger.accounting import vllm_rules as R
-from kvledger.accounting.expert_parallel import ep_size
 from kvledger.accounting.kv_range import kv_ranges, printed_gib_block_range
 from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout, estimate_max_model_len, vllm_layout
@@ -26,6 +25,7 @@ from kvledger.accounting.vllm_block_choice import dsv4_reservation_note, mamba_r
 from kvledger.accounting.vllm_collectives import non_torch_term
 from kvledger.accounting.vllm_flag_terms import executor_note
 from kvledger.accounting.vllm_inflight import sliding_inflight_tokens
+from kvledger.accounting.vllm_mxfp4_backend import mxfp4_note
 from kvledger.accounting.vllm_online_fp8 import check_online_fp8_load
 from kvledger.accounting.vllm_override_check import check_ignores_override
 from kvledger.accounting.vllm_profile import PPStage
@@ -34,12 +34,12 @@ from kvledger.accounting.vllm_runner import RunnerChoice, model_runner, runner_n
 from kvledger.accounting.vllm_seqs_default import default_max_num_seqs
 from kvledger.accounting.vllm_sparse_mla import sparse_mla_choice
 from kvledger.accounting.vllm_startup import require_vllm_starts, vllm_startup_alone
-from kvledger.accounting.vllm_terms import activation_item, cudagraph_item, weights_item
+from kvledger.accounting.vllm_terms import activation_item, cudagraph_item, weights_term
 from kvledger.accounting.wddm import wddm_total
 from kvledger.accounting.wddm_engines import vllm_startup_check, vllm_wddm_items
 from kvledger.catalog.compressed_mla import has_compressed_mla
 from kvledger.catalog.gpus import GpuSpec
-from kvledger.catalog.loading import SERVED_DTYPE_BYTES, loaded_weights
+from kvledger.catalog.loading import SERVED_DTYPE_BYTES
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.catalog.quant_rules import deprecated_method_note
 from kvledger.errors import InputError
@@ -85,10 +85,7 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
     if s.weights_bytes is not None:
         items = [Deduction("weights", s.weights_bytes, N.WEIGHTS_GIVEN)]
     else:
-        lw = loaded_weights(checkpoint, tp=s.tp, pp=stage.pp, pp_rank=stage.rank,
-                            dtype=None if s.dtype == "auto" else s.dtype, quantization=s.quantization,
-                            gpu_arch=gpu.arch, engine_version=ver, rocm=rocm, ep=ep_size(checkpoint, s))
-        items = [weights_item(lw.bytes, N.weights_computed(lw.how), checkpoint, gpu.arch, rocm, lw.marlin_bytes)]
+        items = [weights_term(checkpoint, gpu, s, stage, ver, rocm)]
     items.append(activation_item(model, gpu, s, ver, mnbt, seqs, stage, v2))
     if s.non_torch_bytes is not None:
         items.append(Deduction("non-torch memory", s.non_torch_bytes, N.NON_TORCH_GIVEN))
@@ -220,7 +217,8 @@ def _budget(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, checkpoint: Mo
     else:
         util, usrc = R.default_gpu_memory_utilization(ver)
     notes.append(N.gpu_memory_utilization_from(util, usrc))
-    notes += [n for n in [deprecated_method_note(checkpoint.quant, ver)] if n]
+    notes += [n for n in [deprecated_method_note(checkpoint.quant, ver), mxfp4_note(checkpoint, gpu.arch, ver,
+                                                                                   s.mxfp4_backend)] if n]
     if s.distributed_executor_backend:
         notes.append(executor_note(ver, s.distributed_executor_backend, s.pp))
     runner = _runner(checkpoint, gpu, s, ver)

@@ -4,9 +4,8 @@ The settings are a frozen dataclass whose values are checked as they are made. A
 declares, within the field's bounds (:data:`BOUNDS`), is taken as it is; any other value (a string for a number, an
 int for a float, a list for the contexts, an unknown name, something out of bounds) goes through the pydantic model
 of the same fields (:func:`_model`), which converts it as pydantic does or raises its ``ValidationError``.
-So pydantic is imported only for such values (``kvledger simulate`` on a plain command line never imports it: tens
-of ms of its start-up, docs/performance.md §2.6), and every value means and fails what it did when the settings were
-the pydantic model itself."""
+So pydantic is imported only for such values (``kvledger simulate`` never imports it on a plain command line: tens
+of ms of start-up, docs/performance.md §2.6), and each value means and fails what it did under the pydantic model."""
 
 from __future__ import annotations
 
@@ -24,8 +23,7 @@ from kvledger.jsonable import json_fields
 
 __all__ = ["PlanSettings", "BOUNDS", "make_settings", "reason_in_words"]
 
-_TOKENS_MAX = 1 << 26  # 64M tokens: beyond any real context window
-_B45 = 1 << 45
+_TOKENS_MAX, _B45 = 1 << 26, 1 << 45  # 64M tokens: beyond any real context window; 32 TiB
 #: numeric fields' bounds: (lower, lower excluded, upper included); _model() declares them to pydantic
 BOUNDS: dict[str, tuple[float, bool, float]] = {
     "tp": (1, False, 1024), "pp": (1, False, 256), "data_parallel_size": (1, False, 1024),
@@ -44,7 +42,7 @@ BOUNDS: dict[str, tuple[float, bool, float]] = {
 
 #: fields left out of ``model_dump`` and of the settings' JSON (pydantic's ``Field(exclude=True)`` when the settings
 #: were a pydantic model)
-_NOT_DUMPED = ("trtllm_backend", "trtllm_logits_dtype", "model_runner", "allow_long_max_model_len")
+_NOT_DUMPED = ("trtllm_backend", "trtllm_logits_dtype", "model_runner", "allow_long_max_model_len", "mxfp4_backend")
 #: fields left out of both while None (not given) or False (off): the JSON of settings made before them is unchanged
 _OPTIONAL = ("allreduce_link_share", "max_cudagraph_capture_size", "enable_expert_parallel", "data_parallel_size",
              "enable_dp_attention", "max_total_tokens", "disable_prefill_cuda_graph", "inter_node_link_bytes_per_s",
@@ -103,7 +101,8 @@ class PlanSettings:
             and under mp from vLLM 0.11.1: vllm_custom_ar.engine_disables_ca). sampler_backend: "auto" (the version's
             choice, vllm_sampler.py), "flashinfer" or "pytorch" (VLLM_USE_FLASHINFER_SAMPLER=1/0), "aiter" (ROCm ≥0.12
             with VLLM_ROCM_USE_AITER=1). model_runner: vLLM's model runner, "auto" (the version's default for the model,
-            vllm_runner.py), "v1" or "v2" (VLLM_USE_V2_MODEL_RUNNER=0/1); not dumped: the notes name the runner."""
+            vllm_runner.py), "v1" or "v2" (VLLM_USE_V2_MODEL_RUNNER=0/1); not dumped: the notes name the runner.
+            mxfp4_backend: MXFP4 experts' backend, "auto" (vllm_mxfp4_backend.py) or vLLM's name; not dumped."""
 
     engine: Literal["vllm", "sglang", "trtllm"] = "vllm"
     engine_version: str | None = None
@@ -153,6 +152,7 @@ class PlanSettings:
     nnodes: int = 1
     sampler_backend: Literal["auto", "flashinfer", "pytorch", "aiter"] = "auto"
     model_runner: Literal["auto", "v1", "v2"] = "auto"
+    mxfp4_backend: Literal["auto", "marlin", "triton", "flashinfer_trtllm", "flashinfer_cutlass"] = "auto"
     allow_long_max_model_len: bool = False  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; not dumped: max_model_len's source says
     __json_optional__ = _OPTIONAL  # kvledger.jsonable: these keys are left out while None
 

@@ -14,6 +14,7 @@ from kvledger.accounting.vllm_all2all import all2all_choice
 from kvledger.accounting.vllm_block_choice import vllm_block_size
 from kvledger.accounting.vllm_dp_moe import moe_profile_rows
 from kvledger.accounting.vllm_mla_profile import MLAProfile, flashinfer_sparse_workspace, mla_profile
+from kvledger.accounting.vllm_mxfp4_backend import mxfp4_plan
 from kvledger.accounting.vllm_profile import PPStage
 from kvledger.accounting.vllm_rocm import ROCM_WEIGHTS_UP, is_rocm
 from kvledger.accounting.vllm_runner import v2_sampler
@@ -21,10 +22,11 @@ from kvledger.accounting.vllm_sampler import sampler_backends, v1_profile_backen
 from kvledger.accounting.vllm_sparse_mla import sparse_mla_choice
 from kvledger.catalog.compressed_mla import has_compressed_mla
 from kvledger.catalog.gpus import GpuSpec
+from kvledger.catalog.loading import loaded_weights
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.units import GiB
 
-__all__ = ["weights_item", "activation_item", "profile_mla", "cudagraph_item", "CUDAGRAPH_LOGGED_RATIO",
+__all__ = ["weights_term", "weights_item", "activation_item", "profile_mla", "cudagraph_item", "CUDAGRAPH_LOGGED_RATIO",
            "cudagraph_range",
            "WEIGHTS_LOGGED_SPREAD"]
 
@@ -48,13 +50,27 @@ def cudagraph_range(point_bytes: float) -> tuple[float, float, str]:
             "GiB where the rule gives 0.73 (34 start-ups, TP 1–4, PP 1–4)")
 
 
+def weights_term(checkpoint: ModelSpec, gpu: GpuSpec, s: PlanSettings, stage: PPStage, ver: tuple[int, int, int],
+                 rocm: bool) -> Deduction:
+    """The weights vLLM ``ver`` loads on the stage's GPU (catalog/loading.py), MXFP4 experts in the layout of the
+    backend vLLM picks (vllm_mxfp4_backend.py, whose reason the text gives), with ``weights_item``'s range."""
+    mx = mxfp4_plan(checkpoint, gpu.arch, ver, s.mxfp4_backend)
+    lw = loaded_weights(checkpoint, tp=s.tp, pp=stage.pp, pp_rank=stage.rank, dtype=None if s.dtype == "auto"
+                        else s.dtype, quantization=s.quantization, gpu_arch=gpu.arch, engine_version=ver, rocm=rocm,
+                        ep=ep_size(checkpoint, s), mxfp4=mx[:2] if mx else None)
+    how = lw.how + (f"; MXFP4 MoE backend: {mx[2]}" if mx else "")
+    return weights_item(lw.bytes, N.weights_computed(how), checkpoint, gpu.arch, rocm, lw.marlin_bytes,
+                        bool(mx and mx[0] == "marlin"))
+
+
 def weights_item(b: float, how: str, checkpoint: ModelSpec, arch: str, rocm: bool = False,
-                 marlin_bytes: float = 0.0) -> Deduction:
+                 marlin_bytes: float = 0.0, marlin: bool = False) -> Deduction:
     """Weights, exact from the tensors except MXFP4 experts off the Marlin path, whose layout varies by version: on
     H100 +4.7% (gpt-oss-20b, llm-d-benchmark, vLLM ≤0.16) and +5.9% (gpt-oss-120b, vLLM 0.14.1, vllm#33155) above
     the tensors; the Marlin path's padding is modelled (catalog/loading.py) and matched 65.97 GiB on vllm#23278.
-    ``marlin_bytes``: the Marlin layout's weights where vLLM takes it only without ``triton_kernels``
-    (``LoadedWeights.marlin_bytes``): the range reaches them."""
+    ``marlin_bytes``: the other layout's weights (``LoadedWeights.marlin_bytes``: Marlin where vLLM takes it only
+    without ``triton_kernels``, or Triton's where Marlin is the point and vLLM takes Triton once it is installed): the
+    range reaches them. ``marlin``: the point is the Marlin layout, which matched the log (no spread above it)."""
     if rocm:  # "Model loading took" is device-wide used memory on ROCm (vllm_rocm module docstring)
         up = ROCM_WEIGHTS_UP + (0.11 if checkpoint.quant.method == "mxfp4" else 0.0)
         return Deduction("weights", b, how, b, b * (1 + up), f"ROCm measures the weights as device-wide used memory "
@@ -67,6 +83,10 @@ def weights_item(b: float, how: str, checkpoint: ModelSpec, arch: str, rocm: boo
                          "tensors; public corpus on CUDA) and the log's 2-decimal print (±0.005 GiB)")
     up = 0.11 if arch in ("sm80", "sm86") else 0.06
     why = f"MXFP4 layout varies by version and GPU: up to +{up:.0%}"
+    if marlin and marlin_bytes:  # the other end: Triton's layout, whose logs run up to +6% above its tensors
+        return Deduction("weights", b, how, min(b, marlin_bytes), max(b, marlin_bytes * 1.06), f"the Marlin layout "
+                         f"as allocated, down to {marlin_bytes / GiB:.2f} GiB in the Triton layout vLLM takes once "
+                         "triton_kernels is installed (mxfp4.py get_mxfp4_backend; logs up to +6% above it)")
     if marlin_bytes > b * (1 + up):
         why += (f"; {marlin_bytes / GiB:.2f} GiB in the Marlin layout, which vLLM takes on {arch} when the optional "
                 "triton_kernels package is not installed (mxfp4.py get_mxfp4_backend)")

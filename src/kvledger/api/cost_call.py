@@ -51,13 +51,14 @@ def cost(path: PathLike | Sequence[PathLike] | None = None, *, simulate: str | N
          max_long_partial_prefills: int | None = None, prefix_cache_retention_interval: int | None = None,
          prefix_caching_policy: str | None = None, scheduling_policy: str | None = None, batching: str | None = None,
          kv_allocation: str | None = None, async_scheduling: bool | None = None, enforce_eager: bool | None = None,
-         wddm: bool | None = None, replicas: int | None = None, router: str | None = None, step_cost: str | None = None,
-         disable_hybrid_kv_cache_manager: bool | None = None, mamba_ssm_cache_dtype: str | None = None,
-         cpu_overhead: str | None = None, client_latency: str | None = None, policy: str | None = None,
-         achievable_flops_fraction: float | None = None, achievable_bandwidth_fraction: float | None = None,
-         allreduce_link_share: float | None = None, inter_node_link: str | None = None, gpu_profile: str | None = None,
-         gemm_efficiency: str | None = None, data_parallel_size: int | None = None, all2all_backend: str | None = None,
-         enable_dp_attention: bool = False, pp: int | None = None, cache: bool = True) -> CostResult:
+         wddm: bool | None = None, mxfp4_backend: str | None = None, replicas: int | None = None,
+         router: str | None = None, step_cost: str | None = None, disable_hybrid_kv_cache_manager: bool | None = None,
+         mamba_ssm_cache_dtype: str | None = None, cpu_overhead: str | None = None, client_latency: str | None = None,
+         policy: str | None = None, achievable_flops_fraction: float | None = None,
+         achievable_bandwidth_fraction: float | None = None, allreduce_link_share: float | None = None,
+         inter_node_link: str | None = None, gpu_profile: str | None = None, gemm_efficiency: str | None = None,
+         data_parallel_size: int | None = None, all2all_backend: str | None = None, enable_dp_attention: bool = False,
+         pp: int | None = None, cache: bool = True) -> CostResult:
     """Self-host versus API, as ``kvledger cost`` prices it: ``path`` (a benchmark output or records file; a rate
     sweep's several at their SLO capacity) or ``simulate=MODEL`` with ``gpu`` (at the SLO capacity a rate search finds,
     unless ``at_offered_load``). Each other parameter is the flag of its name (``run``: ``--run``, ``model``: FILE's
@@ -68,8 +69,7 @@ def cost(path: PathLike | Sequence[PathLike] | None = None, *, simulate: str | N
 
     Raises:
         InputError, UnknownNameError, FormatError: a wrong type, an unknown name, a bad file or setting;
-        NoAnswerError: no request, or as few as none, met ``slo`` (``.payload``: the command's JSON, exit 1);
-        DoesNotFitError: the simulated plan does not fit.
+        NoAnswerError: no request met ``slo`` (``.payload``: the command's JSON, exit 1); DoesNotFitError: no fit.
     """
     from kvledger.analyses.serving import sim_cache
     from kvledger.cli.cost_boundary import check_seeds_given, cost_outcome, cost_request

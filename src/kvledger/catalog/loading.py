@@ -15,12 +15,9 @@ parameters and buffers the rank allocates (``gpu_model_runner.py::load_model`` m
   checkpoint puts every Linear in FP8 with a per-tensor scale, ``bitsandbytes`` in 4 bits with an fp32 absmax per 64.
   Refused as vLLM refuses them: a GPU below the method's capability or a GPTQ width (quant_rules.py), TP shards that
   do not line up with the quantization groups or blocks (quant_tp.py). FP8 block scales under Marlin: fp8_marlin.py.
-* MXFP4 MoE experts are padded as the backend needs (``fused_moe/oracle/mxfp4.py::
-  mxfp4_round_up_hidden_size_and_intermediate_size``): on Hopper the Triton backend rounds the
-  intermediate size up to 64; on Blackwell the FlashInfer TRT-LLM backend rounds both sizes up to 256. The Marlin
-  path (weight-only FP4, ``mxfp4.py::Mxfp4MoEMethod._should_use_marlin``, read in 0.10.1) rounds the hidden size up to
-  256 and the intermediate size up to 128: below sm90 (Ampere, Ada), and on Hopper up to 0.10.1.x (torch 2.7.1 pinned
-  fails ``is_torch_equal_or_newer("2.8.0")``) or, in 0.10.2–0.11.0, without ``triton_kernels`` (mxfp4_layout.py).
+* MXFP4 MoE experts are padded as the backend needs (mxfp4_layout.py): Triton rounds the intermediate size up to 64,
+  FlashInfer TRT-LLM both sizes up to 256, Marlin the hidden size to 256 and the intermediate size to 128; the
+  backend is the caller's (``mxfp4``: vllm_mxfp4_backend.py), else the version's point by GPU.
 * Each parameter is one allocation of PyTorch's CUDA caching allocator, which vLLM's measure counts
   whole (``c10/cuda/CUDACachingAllocator.cpp``): sizes round up to 512 B; a request of 10 MiB or more gets
   a segment rounded up to 2 MiB and keeps all of it unless more than 1 MiB is left over (``should_split``).
@@ -74,8 +71,8 @@ class LoadedWeights:
         layers: (first, last + 1) decoder layers on this rank.
         how: the arithmetic in words.
         backend_workspace_bytes: of which MLA attention-backend workspaces allocated during loading, B.
-        marlin_bytes: the same rank's bytes in the Marlin MXFP4 layout where vLLM takes it only when the
-            optional ``triton_kernels`` is not installed (``mxfp4_marlin_fallback``), B; 0 elsewhere.
+        marlin_bytes: the same rank's bytes in the other MXFP4 layout the range reaches (``mxfp4``'s second, or
+            Marlin where vLLM takes it without ``triton_kernels``: ``mxfp4_marlin_fallback``), B; 0 elsewhere.
     """
 
     bytes: float
@@ -202,7 +199,7 @@ def _fused_bytes(model: ModelSpec, weights: list, q: QuantScheme, tp: int, db: i
                  target: tuple, ep: int = 1) -> tuple[dict, int, int, float]:
     """(bytes of each fused parameter's part on the rank, the quantized MLA kv_b_proj copies' allocated bytes, the
     ROCm MoE padding, the MXFP4 padding, B) of ``weights`` (those on the rank) for ``target`` (GPU arch, vLLM
-    version, ROCm or not[, the MXFP4 Marlin layout forced on or off])."""
+    version, ROCm or not[, the MXFP4 backend named, or Marlin forced on or off])."""
     gpu_arch, engine_version, rocm, *forced = target
     kv_share = max(1, model.num_kv_heads // tp) / model.num_kv_heads if model.num_kv_heads else 1 / tp
     fused: dict[tuple[str, int], float] = {}
@@ -233,7 +230,8 @@ def _fused_bytes(model: ModelSpec, weights: list, q: QuantScheme, tp: int, db: i
 
 def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int = 0, dtype: str | None = None,
                    quantization: str | None = None, gpu_arch: str = "sm90",
-                   engine_version: tuple[int, int, int] = (0, 33, 0), rocm: bool = False, ep: int = 1) -> LoadedWeights:
+                   engine_version: tuple[int, int, int] = (0, 33, 0), rocm: bool = False, ep: int = 1,
+                   mxfp4: tuple[str, str] | None = None) -> LoadedWeights:
     """The weight memory vLLM allocates on one GPU (TP rank of PP stage ``pp_rank``), B, with the arithmetic.
 
     Args:
@@ -244,6 +242,7 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
         engine_version: the vLLM release whose loading rules apply (default 0.33, the newest read).
         rocm: an AMD GPU (vLLM's ROCm MoE padding applies).
         ep: expert-parallel size (``--enable-expert-parallel``, expert_placement.py): routed experts whole, rank 0's.
+        mxfp4: (MXFP4 MoE backend vLLM runs, the backend of the range's other end or ""); None: by version, GPU.
 
     Raises:
         InputError: a parallel layout the model cannot take, an unknown dtype or quantization.
@@ -257,25 +256,22 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
     mx = q.method == "mxfp4" or (q.method == "compressed-tensors" and q.bits == 4 and q.group_size == 32)
     every = bool(EVERY_STAGE_EMBED_AND_HEAD.intersection(model.architectures))
     on_rank = [w for w in model.weights if _on_rank(w.path, pp, pp_rank, lo, hi, model.tie_word_embeddings, every)]
-    fused, mla_copies, moe_pad, mx_pad = _fused_bytes(model, on_rank, q, tp, db, mx, (gpu_arch, engine_version, rocm),
-                                                      ep)
+    target = (gpu_arch, engine_version, rocm, *([mxfp4[0]] if mxfp4 else []))
+    fused, mla_copies, moe_pad, mx_pad = _fused_bytes(model, on_rank, q, tp, db, mx, target, ep)
     total = float(sum(cuda_allocated_bytes(math.ceil(b)) for b in fused.values()))
     rope = model.rope_cache_bytes // model.dtype_bytes * db if any(model.layers[lo:hi]) else 0
     how = f"{model.num_params:,} params ({q.description}; {dname} = {db} B)"
     if tp > 1:
         how += f", split over TP {tp} by tensor (replicated norms/gates/KV heads counted whole)"
     if ep > 1 and model.num_experts:
-        e = model.num_experts
-        how += f"; routed experts whole over EP {ep}: {local_experts(e, ep)} of {e} on rank 0"
+        how += f"; routed experts whole over EP {ep}: {local_experts(e := model.num_experts, ep)} of {e} on rank 0"
     if pp > 1:
-        how += (
-            f", PP stage {pp_rank} of {pp}: layers {lo}–{hi - 1}"
-            + (" + embedding" if pp_rank == 0 or every else "")
-            + (" + final norm and LM head" if pp_rank == pp - 1 or every else "")
-            + (" (this model class builds both on every stage)" if every else "")
-        )
+        how += (f", PP stage {pp_rank} of {pp}: layers {lo}–{hi - 1}" + (" + embedding" if every or not pp_rank else "")
+                + (" + final norm and LM head" if pp_rank == pp - 1 or every else "")
+                + (" (this model class builds both on every stage)" if every else ""))
     if mx and any(w.expert for w in model.weights):
-        how += "; " + mxfp4_layout_text(model, gpu_arch, engine_version, mx_pad, 1 if ep > 1 else tp)
+        how += "; " + mxfp4_layout_text(model, gpu_arch, engine_version, mx_pad, 1 if ep > 1 else tp,
+                                        mxfp4[0] if mxfp4 else None)
     how += marlin_scales_text(q, on_rank, (gpu_arch, engine_version, rocm), dname)
     if rope:
         how += f" + {rope:,} B RoPE cos/sin buffer"
@@ -288,12 +284,13 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
     if moe_pad:
         how += f" + {moe_pad:,} B ROCm MoE padding (VLLM_ROCM_MOE_PADDING, 256 B per row of 512-B-aligned rows)"
     point = total + rope + ws + mla_copies + moe_pad
-    alt = (point - total + _marlin_total(model, on_rank, q, tp, db, (gpu_arch, engine_version, rocm), ep)
-           if mx and not rocm and mxfp4_marlin_fallback(gpu_arch, engine_version) else 0.0)
+    other = (mxfp4[1] if mxfp4 else mxfp4_marlin_fallback(gpu_arch, engine_version) and "marlin") if mx else ""
+    alt = point - total + _marlin_total(model, on_rank, q, tp, db, (gpu_arch, engine_version, rocm, other), ep) \
+        if other and not rocm else 0.0
     return LoadedWeights(point, rope, dname, db, q.description, (lo, hi), how, ws, alt)
 
 
 def _marlin_total(model: ModelSpec, on_rank: list, q: QuantScheme, tp: int, db: int, target: tuple, ep: int) -> float:
-    """The rank's fused parameters' allocated bytes with the MXFP4 experts in the Marlin layout, B."""
-    fused = _fused_bytes(model, on_rank, q, tp, db, True, (*target, True), ep)[0]
+    """The rank's fused parameters' allocated bytes with the MXFP4 experts in ``target``'s last backend's layout, B."""
+    fused = _fused_bytes(model, on_rank, q, tp, db, True, target, ep)[0]
     return float(sum(cuda_allocated_bytes(math.ceil(b)) for b in fused.values()))

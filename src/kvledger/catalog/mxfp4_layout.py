@@ -39,45 +39,50 @@ def mxfp4_marlin_fallback(arch: str, engine_version: tuple[int, int, int]) -> bo
     return arch == "sm90" and lo <= engine_version <= hi
 
 
+_STEPS = {"marlin": (256, 128), "flashinfer_trtllm": (256, 256), "flashinfer_cutlass": (128, 128), "triton": (1, 64)}
+"""(hidden, intermediate) round-up steps of each backend's expert tensors (``mxfp4.py::Mxfp4MoEMethod.create_weights``
+read in 0.10.2, 0.11.0 and 0.18.0; 0.19.0 ``oracle/mxfp4.py::mxfp4_round_up_hidden_size_and_intermediate_size``)."""
+_WORDS = {"marlin": "repacked for Marlin", "flashinfer_trtllm": "in FlashInfer's TRT-LLM layout",
+          "flashinfer_cutlass": "in FlashInfer's CUTLASS layout", "triton": "in the Triton layout"}
+
+
+def _backend(arch: str, engine_version: tuple[int, int, int], backend: bool | str | None) -> str:
+    """The backend whose layout applies: ``backend`` as named, True/False Marlin or not, None the version's point."""
+    if isinstance(backend, str):
+        return backend
+    if backend or (backend is None and mxfp4_uses_marlin(arch, engine_version)):
+        return "marlin"
+    return "flashinfer_trtllm" if arch.startswith(("sm10", "sm11")) else "triton"
+
+
 def mxfp4_layout_text(model: ModelSpec, arch: str, engine_version: tuple[int, int, int], pad_bytes: float,
-                      parts: int = 1) -> str:
+                      parts: int = 1, backend: str | None = None) -> str:
     """How vLLM lays out MXFP4 experts on ``arch`` (the backend's padding, ``mxfp4_padded``), in words with the bytes
     the padding adds per GPU; ``parts``: the TP ranks the intermediate dimension is split over (each rank's share
-    padded)."""
+    padded); ``backend``: the backend's name (None: the version's point)."""
     h, share = model.hidden_size, -(-(model.intermediate_size or 0) // parts)
     what = f"intermediate {share:,}" + (f" per rank (1/{parts})" if parts > 1 else "")
-    if mxfp4_uses_marlin(arch, engine_version):
-        how = (f"MXFP4 experts repacked for Marlin on {arch} (weight-only FP4, mxfp4.py _should_use_marlin: hidden "
-               f"{h:,} → {-(-h // 256) * 256:,}, {what} → {-(-share // 128) * 128:,})")
-    elif arch.startswith(("sm10", "sm11")):
-        how = (f"MXFP4 experts in FlashInfer's TRT-LLM layout on {arch} (hidden {h:,} → {-(-h // 256) * 256:,}, "
-               f"{what} → {-(-share // 256) * 256:,})")
-    else:
-        how = (f"MXFP4 experts in the Triton layout on {arch or 'this GPU'} ({what} → "
-               f"{-(-share // 64) * 64:,})")
+    name = _backend(arch, engine_version, backend)
+    hs, is_ = _STEPS[name]
+    hidden = f"hidden {h:,} → {-(-h // hs) * hs:,}, " if hs > 1 else ""
+    how = f"MXFP4 experts {_WORDS[name]} on {arch or 'this GPU'} ({hidden}{what} → {-(-share // is_) * is_:,})"
     return how + (f": +{pad_bytes:,.0f} B of padding per GPU" if pad_bytes else ": no padding")
 
 
 def mxfp4_padded(w: Weight, model: ModelSpec, arch: str, engine_version: tuple[int, int, int] = (0, 33, 0),
-                 marlin: bool | None = None, parts: int = 1) -> Weight:
+                 marlin: bool | str | None = None, parts: int = 1) -> Weight:
     """An MXFP4 expert tensor with the backend's padding (see the module docstring); ``marlin``: force the Marlin
-    layout (True) or not (False) instead of the version's point. ``parts``: the TP ranks the experts' intermediate
-    dimension is split over (1 under expert parallelism, experts whole): the backend rounds each rank's share up, not
-    the whole (``mxfp4.py::Mxfp4MoEMethod.create_weights`` pads ``intermediate_size_per_partition``, read in 0.10.1,
-    0.11.0 and 0.11.2; later releases not re-read for it), so the tensor returned is ``parts`` × the padded share."""
+    layout (True) or not (False), or name the backend (``_STEPS``), instead of the version's point. ``parts``: the TP
+    ranks the experts' intermediate dimension is split over (1 under expert parallelism, experts whole): the backend
+    rounds each rank's share up, not the whole (``mxfp4.py::Mxfp4MoEMethod.create_weights`` pads
+    ``intermediate_size_per_partition``, read in 0.10.1, 0.11.0 and 0.11.2), so the tensor returned is ``parts`` × the
+    padded share."""
     h, inter = model.hidden_size, model.intermediate_size
     if not (w.expert and inter):
         return w
-    blackwell = arch.startswith("sm10") or arch.startswith("sm11")
-    if marlin is None:
-        marlin = mxfp4_uses_marlin(arch, engine_version)
+    hs, is_ = _STEPS[_backend(arch, engine_version, marlin)]
     share = -(-inter // parts)
-    if marlin:
-        hp, ip = -(-h // 256) * 256, parts * (-(-share // 128) * 128)
-    else:
-        step = 256 if blackwell else 64
-        hp = -(-h // 256) * 256 if blackwell else h
-        ip = parts * (-(-share // step) * step)
+    hp, ip = -(-h // hs) * hs, parts * (-(-share // is_) * is_)
     if w.rows == 2 * inter and w.cols == h:
         return replace(w, rows=2 * ip, cols=hp)
     if w.rows == h and w.cols == inter:

@@ -165,6 +165,9 @@ class EngineFlags(SglangNames):
     wddm: bool | None = flag("--wddm/--no-wddm", help=(
         "Windows or WSL2: CUDA reports the whole board and the display driver's hold is in use; the pool is planned "
         "as `kvledger plan --wddm` plans it (a vLLM plan says whether it starts; not on server-module GPUs)."))
+    mxfp4_backend: str | None = flag("--mxfp4-backend", help=(
+        "vLLM's backend for MXFP4 experts (gpt-oss), as `kvledger plan --mxfp4-backend`: auto (default; what pip "
+        "install vllm==VERSION runs on the GPU), marlin, triton, flashinfer_trtllm or flashinfer_cutlass."))
     replicas: int | None = flag("--replicas", help="Identical engine replicas behind a router (default 1).")
     router: str | None = flag("--router", help=(
         "round_robin (default), least_loaded, prefix_aware (sgl-router's cache-aware rule) or session_affinity "

@@ -140,6 +140,10 @@ class PlanMoreFlags:
     model_runner: str = flag("--model-runner", default="auto", help=(
         "vLLM model runner: auto (the version's default for the model; V2 for some from 0.22, all from 0.29), v1 "
         "or v2 (VLLM_USE_V2_MODEL_RUNNER=0/1)."))
+    mxfp4_backend: str = flag("--mxfp4-backend", default="auto", help=(
+        "vLLM's backend for MXFP4 experts (gpt-oss): auto (what pip install vllm==VERSION runs on the GPU: Marlin on "
+        "Hopper up to 0.11.x, whose wheels ship no triton_kernels), marlin, triton, flashinfer_trtllm or "
+        "flashinfer_cutlass (vLLM's --moe-backend names); sets the experts' padding and the MoE GEMMs' cost."))
     allow_long_max_model_len: bool = flag("--allow-long-max-model-len", default=False, help=(
         "vLLM's VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: a --max-model-len above the config's own is planned, not refused."))
     max_cudagraph_capture_size: int | None = flag("--max-cudagraph-capture-size", help=(
@@ -236,6 +240,7 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
         all2all_backend=f.all2all_backend,
         distributed_executor_backend=m.distributed_executor_backend.lower() if m.distributed_executor_backend else None,
         sampler_backend=m.sampler_backend.lower(), model_runner=m.model_runner.lower(),
+        mxfp4_backend=m.mxfp4_backend.lower().replace("-", "_"),
         allow_long_max_model_len=m.allow_long_max_model_len, max_cudagraph_capture_size=m.max_cudagraph_capture_size,
         cuda_graph_max_batch_size=m.cuda_graph_max_batch_size, no_cuda_graph=m.no_cuda_graph, wddm=m.wddm,
         disable_prefill_cuda_graph=m.disable_prefill_cuda_graph or None,

@@ -262,7 +262,8 @@ def _pool_notes(plan, cfg: EngineConfig) -> list[str]:
     notes += release_lines(m.notes, m.engine, m.engine_version, keep=(NOT_MODELLED,))  # as plan
     if m.startup is not None:  # vLLM under --wddm: whether it starts with the display driver's hold in use (as plan)
         notes.append(m.startup.message)
-    notes += [n for n in m.notes if n.startswith("--wddm:")]  # SGLang under --wddm: what the hold takes off the KV
+    # SGLang under --wddm: what the hold takes off the KV; a vLLM plan's MXFP4 experts: the backend assumed and why
+    notes += [n for n in m.notes if n.startswith(("--wddm:", "MXFP4 experts:"))]
     if m.engine == "sglang":
         notes += _sglang_release_note(plan)
         notes.append(N.SGLANG_NULL_BLOCK)

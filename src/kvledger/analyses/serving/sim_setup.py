@@ -1,5 +1,4 @@
-"""Everything a simulation run needs from names a user types (model, GPU, trace, engine flags → EngineConfig, step
-cost, workload), for ``kvledger simulate`` and ``experiment``; the memory plan (``build_plan``) sizes the KV pool."""
+"""What a simulation run needs from what a user types (model, GPU, trace, flags); ``build_plan`` sizes the KV pool."""
 
 from __future__ import annotations
 
@@ -88,6 +87,7 @@ class SimRequestArgs:
     all2all_backend: str | None = None  # vLLM --all2all-backend: the DP + EP profile rows (accounting/vllm_all2all.py)
     enforce_eager: bool | None = None  # vLLM --enforce-eager: no CUDA graphs (memory plan and step cost's host term)
     wddm: bool | None = None  # Windows/WSL2 display driver: the whole board as the total, the driver's hold in use
+    mxfp4_backend: str | None = None  # vLLM's MXFP4 experts' backend (accounting/vllm_mxfp4_backend.py); None: auto
     achievable_flops_fraction: float | None = None  # roofline: share of peak FLOP/s (None: the plan's default, 0.7)
     achievable_bandwidth_fraction: float | None = None  # roofline: share of peak HBM bandwidth (None: 0.8)
     allreduce_link_share: float | None = None  # TP all-reduces' share of their link (None: a profile's, else the rule)
@@ -129,7 +129,7 @@ _PLAN_FIELDS = tuple(("model gpu engine_version tp max_model_len gpu_memory_util
                       "kv_cache_dtype quantization max_num_batched_tokens max_num_seqs block_size cpu_overhead wddm "
                       "num_gpu_blocks_override max_total_tokens enable_prefix_caching disable_hybrid_kv_cache_manager "
                       "enforce_eager mamba_ssm_cache_dtype achievable_flops_fraction enable_expert_parallel "
-                      "allreduce_link_share achievable_bandwidth_fraction gpu_profile gemm_efficiency "
+                      "allreduce_link_share achievable_bandwidth_fraction gpu_profile gemm_efficiency mxfp4_backend "
                       "data_parallel_size inter_node_link enable_hierarchical_cache all2all_backend").split())
 
 
@@ -181,8 +181,8 @@ def _build_plan(a: SimRequestArgs):
         disable_hybrid_kv_cache_manager=bool(a.disable_hybrid_kv_cache_manager),
         cpu_overhead_s=parse_duration_s(a.cpu_overhead, what="--cpu-overhead") if a.cpu_overhead else 0.0,
         enforce_eager=bool(a.enforce_eager), wddm=bool(a.wddm), enable_expert_parallel=bool(a.enable_expert_parallel),
-        data_parallel_size=a.data_parallel_size, all2all_backend=a.all2all_backend,
-        inter_node_link_bytes_per_s=nic_bytes_per_s(a.inter_node_link),
+        mxfp4_backend=(a.mxfp4_backend or "auto").lower().replace("-", "_"), data_parallel_size=a.data_parallel_size,
+        all2all_backend=a.all2all_backend, inter_node_link_bytes_per_s=nic_bytes_per_s(a.inter_node_link),
         enable_hierarchical_cache=True if a.enable_hierarchical_cache and engine == "sglang" else None,
         **{k: v for k, v in fractions.items() if v is not None})
     plan = build_plan(model, gpu, settings, with_advice=False)
