@@ -212,7 +212,7 @@ def activation_peak(model: ModelSpec, ver: tuple[int, int, int], mnbt: int, max_
     ws, _, _, ws_why = moe_workspace(model, ver, rows, tp, arch, ep)
     # up to 0.14 the routed experts' Triton caches live during the forward only (fused_experts_impl, vLLM 0.11.0)
     cache, cache_why = transient_workspace(model, ver, rows, tp, ep) if not ws else (0.0, "")
-    fwd = forward_peak_bytes(model, mnbt, tp, ver) + cache + gathered_hidden_bytes(model, mnbt, dp, ep, a2a)
+    fwd = forward_peak_bytes(model, mnbt, tp, ver) + cache + gathered_hidden_bytes(model, mnbt, dp, ep, a2a, ver, arch)
     k, mlp = forward_hidden_copies(ver), (None if model.is_moe else mlp_peak(model))
     peak, why = fwd, (f"forward over {mnbt:,} tokens × ({k}·h + {mlp.copies if mlp else 3}·I/TP) × {model.dtype_bytes} "
                       f"B (layer code{'; V0 norms in place' if k == 3 else ''}"
@@ -234,7 +234,7 @@ def activation_peak(model: ModelSpec, ver: tuple[int, int, int], mnbt: int, max_
     if st.pp > 1:
         peak += 2 * hidden
         why += "; + PP intermediate tensors (hidden + residual)"
-    if dp_words := dp_moe_words(model, mnbt, dp, ep, a2a):
+    if dp_words := dp_moe_words(model, mnbt, dp, ep, a2a, ver, arch):
         why += "; " + dp_words
     return (
         peak + ACTIVATION_FIXED_BYTES,
