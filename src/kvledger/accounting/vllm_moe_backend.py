@@ -59,14 +59,17 @@ def blackwell_block_fp8(model: ModelSpec, arch: str) -> bool:
 
 
 def moe_workspace_term(model: ModelSpec, ver: tuple[int, int, int], arch: str, tp: int, num_tokens: int,
-                       kept_bytes: float, default_bytes: float, ep: int = 1) -> tuple[float, float, float, str]:
+                       kept_bytes: float, default_bytes: float, ep: int = 1,
+                       fi_bytes: float | None = None) -> tuple[float, float, float, str]:
     """(point, low, high) B of fused-MoE workspace held after the profile forward, and why; ``num_tokens``: the rows
     the MoE layer runs (DP × tokens under DP + EP, ``vllm_dp_moe.moe_profile_rows``).
 
     ``kept_bytes`` is the Triton/DeepGEMM workspace (``moe_workspace_bytes`` without its release gate) and
     ``default_bytes`` what ``moe_workspace_bytes`` gives outside this module's case; ``ep``: the expert-parallel size
-    (TP × DP under --enable-expert-parallel, ``expert_parallel.ep_size``; 1 without)."""
-    fi = num_tokens * model.hidden_size * model.dtype_bytes  # FlashInfer CUTLASS: workspace13 (M, K), workspace2 (0,)
+    (TP × DP under --enable-expert-parallel, ``expert_parallel.ep_size``; 1 without); ``fi_bytes``: FlashInfer
+    CUTLASS's kept bytes as chunked up to 0.17 (``vllm_moe_workspace.flashinfer_kept_bytes``), None: M × hidden × d."""
+    # FlashInfer CUTLASS: workspace13 (M, K), workspace2 (0,), the output (M, K) sharing workspace13 within one chunk
+    fi = num_tokens * model.hidden_size * model.dtype_bytes if fi_bytes is None else fi_bytes
     if fp8_block_moe_on_hopper(model, arch) and ep > 1 and EP_FLASHINFER_READ[0] <= ver <= EP_FLASHINFER_READ[1]:
         return fi, fi, fi, (f"FP8 MoE: FlashInfer CUTLASS first on Hopper block FP8 under expert parallelism "
                             f"(0.19–0.33: \"prefer Triton for TP and FI CUTLASS for EP\"): {num_tokens:,} × "
@@ -99,7 +102,10 @@ def moe_workspace_term(model: ModelSpec, ver: tuple[int, int, int], arch: str, t
                                             "0.16.0's FlashInfer CUTLASS (M × hidden)")
     if mm == (0, 16):
         return fi, fi, fi, (f"FP8 MoE: FlashInfer CUTLASS (first supported on SM 9.0 block FP8 in 0.16.0): "
-                            f"{num_tokens:,} × {model.hidden_size} × {model.dtype_bytes} B kept")
+                            f"{num_tokens:,} × {model.hidden_size} × {model.dtype_bytes} B kept" + (
+                                "" if fi == num_tokens * model.hidden_size * model.dtype_bytes else
+                                f", {fi / (model.hidden_size * model.dtype_bytes):,.0f} rows as chunked "
+                                "(VLLM_FUSED_MOE_CHUNK_SIZE: workspace13 apart from the output)"))
     if mm == (0, 17):
         return kept_bytes, fi, kept_bytes, ("FP8 MoE: 0.17 not read: 0.18.0's Triton (kept), range down to 0.16.0's "
                                             "FlashInfer CUTLASS")

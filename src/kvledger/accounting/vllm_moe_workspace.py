@@ -33,7 +33,7 @@ from kvledger.accounting.vllm_moe_backend import moe_workspace_term
 from kvledger.catalog.modelspec import ModelSpec
 
 __all__ = ["FUSED_MOE_CHUNK_SIZE", "fused_moe_chunk_size", "moe_dims", "moe_local_intermediate",
-           "kept_workspace_bytes", "MODULAR_CHUNKED",
+           "kept_workspace_bytes", "MODULAR_CHUNKED", "DP_EP_FULL_CHUNK", "profile_full_chunk", "flashinfer_kept_bytes",
            "moe_workspace_bytes", "moe_workspace", "transient_workspace_bytes", "transient_workspace"]
 
 FUSED_MOE_CHUNK_SIZE = 32768
@@ -64,44 +64,105 @@ def moe_local_intermediate(model: ModelSpec, tp: int, ep: int = 1) -> float:
     return moe_dims(model)[0] / (1 if ep > 1 else tp)
 
 
-MODULAR_CHUNKED = ((0, 11, 0), (0, 17, 0))
+MODULAR_CHUNKED = ((0, 11, 0), (0, 17, 99))
 """The releases whose modular kernel sizes its kept workspaces for one chunk of VLLM_FUSED_MOE_CHUNK_SIZE rows
 (``fused_moe_chunk_size``; ``modular_kernel.py::_chunk_info`` and ``_allocate_buffers``, read in 0.11.2–0.17.0; 0.11.0's
 ``_maybe_chunk_fused_experts`` alike, the output in its own ``SharedResizableBuffer``; 0.18.0 has neither the variable
-nor the chunking). Before 0.15 it matters only where a modular kernel runs (``vllm_moe_backend``: FP8 on Hopper)."""
+nor the chunking; every 0.17.x patch release taken as 0.17.0). Before 0.15 it matters only where a modular kernel runs
+(``vllm_moe_backend``: FP8 on Hopper)."""
+
+
+DP_EP_FULL_CHUNK = ((0, 14, 0), MODULAR_CHUNKED[1])
+"""The releases whose profile run reserves a whole chunk when the modular kernel carries a DP × EP parallel config
+(``modular_kernel.py::FusedMoEModularKernel._allocate_buffers``, read in 0.14.0, 0.15.0, 0.16.0 and 0.17.0: with no
+attention metadata (the profile's dummy run), ``fused_experts.enable_chunking()`` and ``is_dp_ep`` (dp_size > 1 and
+use_ep), it first asks the workspace manager for ``workspace_shapes(VLLM_FUSED_MOE_CHUNK_SIZE, …)``'s workspace13,
+workspace2 and output at once, "worst-case" since the routed rows may not reach a rank in the profile; the chunk is
+VLLM_FUSED_MOE_CHUNK_SIZE, 16,384, not VLLM_MOE_DP_CHUNK_SIZE, 256, which sizes only the batched formats'
+max_num_tokens). ``v1/worker/workspace.py::WorkspaceManager`` keeps one buffer grown to the largest request, so the
+kept bytes are the larger of that and the regular call's. 0.18.0 has no chunking."""
+
+
+def profile_full_chunk(model: ModelSpec, ver: tuple[int, int, int], dp: int, ep: int, backend: str | None) -> bool:
+    """Whether vLLM ``ver``'s profile run reserves the whole-chunk workspace (``DP_EP_FULL_CHUNK``) on a GPU of a
+    DP × EP deployment (``dp`` > 1, ``ep`` > 1) with all2all ``backend`` (None: the default, gathering one).
+
+    The kernel carries the parallel config (``is_dp_ep``) where it is built with it: ``fused_moe_modular_method.py::
+    FusedMoEModularMethod.make`` for an all2all-kernel backend (0.14.0–0.17.0), of which deepep_high_throughput runs
+    the standard-format Triton/DeepGEMM experts (``supports_chunking`` True; pplx's and deepep_low_latency's batched
+    experts return False), and the FP8 and NVFP4 oracles (``oracle/fp8.py::make_fp8_moe_kernel``,
+    ``oracle/nvfp4.py``, 0.15.0–0.17.0; 0.14.0's build theirs without it) for the gathering backends. The
+    unquantized oracle passes none (0.15.0–0.17.0)."""
+    if not (model.is_moe and dp > 1 and ep > 1 and DP_EP_FULL_CHUNK[0] <= tuple(ver) <= DP_EP_FULL_CHUNK[1]):
+        return False
+    if backend == "deepep_high_throughput":
+        return model.quant.method != "mxfp4"
+    oracle = model.quant.method in ("fp8", "nvfp4") and tuple(ver) >= (0, 15, 0)
+    return oracle and backend in (None, "allgather_reducescatter", "naive")
 
 
 def kept_workspace_bytes(model: ModelSpec, num_tokens: int, tp: int, ep: int = 1,
-                         ver: tuple[int, int, int] | None = None) -> float:
+                         ver: tuple[int, int, int] | None = None, full_chunk: bool = False) -> float:
     """The modular kernel's workspaces, B: M × top_k × (max(I_local, h) + max(2·I_local, h)) × d; with ``ver`` in
     ``MODULAR_CHUNKED`` and more rows than a chunk C (``fused_moe_chunk_size``), C × top_k × (…) × d + rows × h × d
-    (module doc)."""
+    (module doc). ``full_chunk`` (``profile_full_chunk``): the profile's whole-chunk reservation, C × top_k × (…) × d
+    + C × h × d, when larger."""
     i, h = moe_local_intermediate(model, tp, ep), model.hidden_size
     per_row = model.experts_per_token * (max(i, h) + max(2 * i, h)) * model.dtype_bytes
     chunk = fused_moe_chunk_size(ver) if ver is not None else num_tokens
-    if ver is None or not MODULAR_CHUNKED[0] <= tuple(ver) <= MODULAR_CHUNKED[1] or num_tokens <= chunk:
+    if ver is None or not MODULAR_CHUNKED[0] <= tuple(ver) <= MODULAR_CHUNKED[1]:
+        return num_tokens * per_row
+    if full_chunk:
+        return chunk * per_row + max(num_tokens, chunk) * h * model.dtype_bytes
+    if num_tokens <= chunk:
         return num_tokens * per_row
     return chunk * per_row + num_tokens * h * model.dtype_bytes
 
 
+def flashinfer_kept_bytes(model: ModelSpec, num_tokens: int, ver: tuple[int, int, int],
+                          full_chunk: bool = False) -> float:
+    """FlashInfer CUTLASS's kept workspace, B: ``workspace_shapes`` (M, K), (0,) and output (M, K)
+    (``flashinfer_cutlass_moe.py::FlashInferExperts``, 0.16.0, 0.17.0; ``supports_chunking`` True in 0.14.0–0.17.0).
+    In ``MODULAR_CHUNKED`` releases past one chunk C, workspace13 (C, K) and the output (M, K) are apart (C + M) ×
+    h × d; within one, the output reuses workspace13: M × h × d; ``full_chunk``: at least 2·C × h × d (the
+    profile's whole chunk, ``DP_EP_FULL_CHUNK``). 0.18 on: M × h × d."""
+    hd = model.hidden_size * model.dtype_bytes
+    if not MODULAR_CHUNKED[0] <= tuple(ver) <= MODULAR_CHUNKED[1]:
+        return num_tokens * hd
+    chunk = fused_moe_chunk_size(ver)
+    if full_chunk:
+        return (chunk + max(num_tokens, chunk)) * hd
+    return (num_tokens + (chunk if num_tokens > chunk else 0)) * hd
+
+
 def moe_workspace_bytes(model: ModelSpec, ver: tuple[int, int, int], num_tokens: int, tp: int = 1,
-                        ep: int = 1) -> float:
+                        ep: int = 1, full_chunk: bool = False) -> float:
     """The fused-MoE workspaces kept by vLLM's workspace manager after the forward (so still held during the sampler),
     B: ``kept_workspace_bytes`` with M = the profiled tokens. 0 for dense models, before 0.15 (the per-call caches
-    are freed: ``transient_workspace_bytes``) and for MXFP4 experts (gpt-oss's own MoE kernels; its pre-0.17 H100
+    are freed: ``transient_workspace_bytes``) unless ``full_chunk`` (0.14's modular kernel under deepep_high_throughput
+    keeps its workspace-manager buffer) and for MXFP4 experts (gpt-oss's own MoE kernels; its pre-0.17 H100
     log, 7.38 GiB, is reproduced within 0.01 GiB without this term)."""
-    if not model.is_moe or ver < (0, 15, 0) or model.quant.method == "mxfp4":
+    if not model.is_moe or (ver < (0, 15, 0) and not full_chunk) or model.quant.method == "mxfp4":
         return 0.0
-    return kept_workspace_bytes(model, num_tokens, tp, ep, ver)
+    return kept_workspace_bytes(model, num_tokens, tp, ep, ver, full_chunk)
 
 
 def moe_workspace(model: ModelSpec, ver: tuple[int, int, int], num_tokens: int, tp: int, arch: str,
-                  ep: int = 1) -> tuple[float, float, float, str]:
+                  ep: int = 1, dp: int = 1, backend: str | None = None) -> tuple[float, float, float, str]:
     """(point, low, high) B of fused-MoE workspace held after the forward, and why: the FP8 MoE backend each release
-    picks for block FP8 on Hopper (``vllm_moe_backend``), else ``moe_workspace_bytes``."""
-    kept = kept_workspace_bytes(model, num_tokens, tp, ep, ver) if model.is_moe else 0.0
-    return moe_workspace_term(model, ver, arch, tp, num_tokens, kept,
-                              moe_workspace_bytes(model, ver, num_tokens, tp, ep), ep)
+    picks for block FP8 on Hopper (``vllm_moe_backend``), else ``moe_workspace_bytes``; ``dp`` and the all2all
+    ``backend``: the profile's whole-chunk reservation under DP × EP (``profile_full_chunk``)."""
+    full = profile_full_chunk(model, ver, dp, ep, backend)
+    kept = kept_workspace_bytes(model, num_tokens, tp, ep, ver, full) if model.is_moe else 0.0
+    fi = flashinfer_kept_bytes(model, num_tokens, ver, full)
+    pt, lo, hi, why = moe_workspace_term(model, ver, arch, tp, num_tokens, kept,
+                                         moe_workspace_bytes(model, ver, num_tokens, tp, ep, full), ep, fi)
+    if full and pt:
+        c = fused_moe_chunk_size(ver)
+        why = (why + "; " if why else "") + (
+            f"DP × EP profile run: the modular kernel reserves a whole {c:,}-row chunk (VLLM_FUSED_MOE_CHUNK_SIZE, "
+            f"fused_moe/modular_kernel.py::_allocate_buffers, vLLM {'.'.join(map(str, ver))})")
+    return pt, lo, hi, why
 
 
 def transient_workspace_bytes(model: ModelSpec, ver: tuple[int, int, int], num_tokens: int, tp: int = 1,

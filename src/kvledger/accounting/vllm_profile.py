@@ -209,7 +209,7 @@ def activation_peak(model: ModelSpec, ver: tuple[int, int, int], mnbt: int, max_
     st = stage or PPStage(0, 1, 0, model.num_layers)
     hidden = mnbt * model.hidden_size * model.dtype_bytes
     rows = moe_profile_rows(model, mnbt, dp, ep, a2a)
-    ws, _, _, ws_why = moe_workspace(model, ver, rows, tp, arch, ep)
+    ws, _, _, ws_why = moe_workspace(model, ver, rows, tp, arch, ep, dp, a2a.backend if a2a else None)
     # up to 0.14 the routed experts' Triton caches live during the forward only (fused_experts_impl, vLLM 0.11.0)
     cache, cache_why = transient_workspace(model, ver, rows, tp, ep) if not ws else (0.0, "")
     fwd = forward_peak_bytes(model, mnbt, tp, ver) + cache + gathered_hidden_bytes(model, mnbt, dp, ep, a2a, ver, arch)

@@ -130,7 +130,8 @@ def activation_item(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: 
                                          a2a)[0]]
                      if other else [])
     rows = moe_profile_rows(model, mnbt, dp, ep, a2a)
-    ws, ws_lo, ws_hi, _ = P.moe_workspace(model, ver, rows, s.tp, gpu.arch, ep)  # the MoE kernel's choice, when unknown
+    # the MoE kernel's choice, when unknown; DP × EP: the profile's whole-chunk reservation (vllm_moe_workspace)
+    ws, ws_lo, ws_hi, _ = P.moe_workspace(model, ver, rows, s.tp, gpu.arch, ep, dp, a2a.backend)
     if mla is None or mla.kept < ws_hi:  # the indexer's workspace, when larger, holds the MoE's whichever kernel runs
         ends += [min(ends) - (ws - ws_lo), max(ends) + (ws_hi - ws)] if ws_hi > ws_lo else []
     lo_v, hi_v = _MEASURED_PROFILE_VERSIONS
