@@ -161,3 +161,26 @@ def test_contiguous_reservation_limits_concurrency_to_whole_max_length_slots():
     assert recs["c"].first_token_s == pytest.approx(0.03)
     paged, _ = run(reqs, num_gpu_blocks=10, block_size=4, max_model_len=16, enable_prefix_caching=False)
     assert paged["c"].first_token_s == pytest.approx(0.01)
+
+
+def test_running_chunk_stops_one_token_short_of_max_model_len():
+    # vLLM v1's running loop caps a request's new tokens at max_model_len − 1 − num_computed_tokens (the input position
+    # below max_model_len; v1/core/sched/scheduler.py, 0.10.1–0.34.0). Input validation keeps every request short of
+    # that, so the request here is placed past it by hand: a 16-token prompt at max_model_len 16, budget 8.
+    # step 1 (waiting loop, no such cap): 8 tokens → computed 8; step 2: min(16 − 8, 8, 16 − 1 − 8 = 7) = 7 (the old
+    # max_model_len − computed gave 8); step 3: min(1, 8, 16 − 1 − 15 = 0) = 0: the request is skipped
+    from kvledger.dynamics.engine.kv_manager import PagedKVManager
+    from kvledger.dynamics.engine.request_state import SimRequest
+    from kvledger.dynamics.engine.scheduler import Scheduler
+
+    cfg = EngineConfig(num_gpu_blocks=10, block_size=4, max_model_len=16, max_num_batched_tokens=8)
+    s = Scheduler(cfg, PagedKVManager(10, 4, enable_caching=False))
+    r = SimRequest(0, RequestSpec("long", 0.0, 16, 1))
+    s.waiting.append(r)
+    got = []
+    for _ in range(3):
+        out = s.schedule()
+        got.append([n for _, n in out.scheduled])
+        for q, n in out.scheduled:
+            q.num_computed_tokens += n
+    assert got == [[8], [7], []]

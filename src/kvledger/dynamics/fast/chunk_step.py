@@ -3,7 +3,7 @@
 After a step that admitted a prompt longer than the token budget left, the running list is the decoding requests (each
 one token behind) then that request, mid-prompt. vLLM v1's next step (``Scheduler.schedule``) gives every decoder one
 token in running order (a block each whose computed tokens fill its blocks), then the chunked request ``min(tokens
-left, budget left, max_model_len − computed)`` more (``kv.grow``), then admits waiting requests under what budget is
+left, budget left, max_model_len − 1 − computed)`` more (``kv.grow``), then admits waiting requests under what budget is
 left (``admit_waiting``). ``chunk_step`` runs that step as the fast path's mixed step does (fast_path.py: the decoders'
 blocks by ``decode_step``, the rest by ``mixed_tail``), with the same blocks in the same order, the same price and the
 same records; it returns None (nothing changed) wherever the general step could do anything else: a decoder not one
@@ -45,7 +45,7 @@ def chunk_step(rep) -> list | None:
         return None
     n = len(dec)
     budget = cfg.max_num_batched_tokens - n
-    chunk = min(left, budget, cfg.max_model_len - c)
+    chunk = min(left, budget, cfg.max_model_len - 1 - c)  # the general step's cap (scheduler.py module doc)
     if chunk <= 0:
         return None
     B, held = kv.block_size, len(last.blocks)
