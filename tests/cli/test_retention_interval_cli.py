@@ -51,6 +51,24 @@ def test_zero_is_the_default():
     assert any(n.startswith("--prefix-cache-retention-interval 0: vLLM 0.33.0's default") for n in d["notes"])
 
 
+def test_the_variable_set_to_0_on_0_28_keeps_0_29_s_default_rule():
+    # vLLM 0.28.0 with VLLM_PREFIX_CACHE_RETENTION_INTERVAL=0: SlidingWindowManager.reachable_block_mask lays no
+    # segment tails and keeps the replay boundary's and the junction's, as 0.29's default 0. The worked case
+    # (swa_retention.py): prompt 1 hits 0, prompt 2's sliding blocks 492–499 were not kept (hit 0, its junction
+    # 8,000 keeps them), prompts 3–10 hit 8,000 each: 8 × 8,000 = 64,000 of 100,000 (the variable unset: every block
+    # kept, prompts 2–10 hit 8,000: 72,000)
+    d = cli_json("simulate", *SWA[:-1], "0.28.0", "--prefix-cache-retention-interval", "0")
+    assert (d["summary"]["prefix_cache_hit_tokens"], d["summary"]["prefix_cache_query_tokens"]) == (64_000, 100_000)
+    assert d["engine"]["prefix_cache_retention_interval"] == 0
+    assert any("simulated as VLLM_PREFIX_CACHE_RETENTION_INTERVAL=0" in n for n in d["notes"])
+    assert cli_json("simulate", *SWA[:-1], "0.28.0")["summary"]["prefix_cache_hit_tokens"] == 72_000
+    # 0.28 refuses the variable set, 0 too, on a model with no sliding-window or Mamba group ("Unset it"; 0.29
+    # takes 0 there)
+    msg = refused("simulate", MODEL, "--gpu", "h100", "--num-requests", "5", "--engine-version", "0.28.0",
+                  "--prefix-cache-retention-interval", "0")
+    assert "no sliding-window or Mamba KV cache group, so retention has no effect. Unset it" in msg
+
+
 def test_goodput_and_cost_simulate_take_it():
     slo = ("--slo", "ttft:2s")
     g = cli_json("goodput", "--simulate", *SWA, *slo, "--prefix-cache-retention-interval", "256")
@@ -64,9 +82,9 @@ def test_goodput_and_cost_simulate_take_it():
     (("--engine-version", "0.22.0", "--prefix-cache-retention-interval", "256"),
      'vLLM 0.22.0 refuses it at argument parsing ("vllm serve: error: unrecognized arguments: '
      '--prefix-cache-retention-interval 256")'),
-    (("--engine-version", "0.28.0", "--prefix-cache-retention-interval", "0"),
-     "0.23–0.28 read the environment variable VLLM_PREFIX_CACHE_RETENTION_INTERVAL instead (unset: every block "
-     "kept, the default simulated); set to 0 is not modelled"),
+    (("--engine-version", "0.25.0", "--prefix-cache-retention-interval", "0"),
+     "0.23–0.25 read the environment variable VLLM_PREFIX_CACHE_RETENTION_INTERVAL instead (unset: every block "
+     "kept, the default simulated); set to 0 is not modelled there"),
     (("--prefix-cache-retention-interval", "250"),
      '"prefix_cache_retention_interval (250) must be non-negative and a multiple of scheduler_block_size (16)."'),
     (("--prefix-cache-retention-interval", "256", "--policy", "sglang"), "is a vLLM flag"),

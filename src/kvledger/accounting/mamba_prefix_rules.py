@@ -110,9 +110,10 @@ _RULES = (
 )
 
 
-def mamba_prefix_rule(engine_version: str, retention_interval: int = 0) -> MambaPrefixRule | None:
+def mamba_prefix_rule(engine_version: str, retention_interval: int | None = None) -> MambaPrefixRule | None:
     """The align-mode Mamba prefix-cache rule of ``engine_version`` (a vLLM version), None before 0.19;
-    ``retention_interval``: ``--prefix-cache-retention-interval`` (0.29 on; 0 the default), tokens."""
+    ``retention_interval``: ``--prefix-cache-retention-interval`` (0.29 on; before, the environment variable set,
+    0 included), tokens; None: the release's default."""
     ver = parse_version(engine_version)
     row = None
     for r in _RULES:
@@ -121,12 +122,12 @@ def mamba_prefix_rule(engine_version: str, retention_interval: int = 0) -> Mamba
     if row is None:
         return None
     release, every, read, junction = ".".join(map(str, ver)), row[1], row[3], True
-    if retention_interval and ver < (0, 29, 0):  # VLLM_PREFIX_CACHE_RETENTION_INTERVAL (module doc)
+    if retention_interval is not None and ver < (0, 29, 0):  # VLLM_PREFIX_CACHE_RETENTION_INTERVAL (module doc)
         if ver < (0, 24, 0):  # 0.23: MambaManager has no mask of its own, every state kept
             return MambaPrefixRule(release, every, row[2], read)
         every, junction = False, ver >= (0, 26, 0)
         read += "; with VLLM_PREFIX_CACHE_RETENTION_INTERVAL: 0.24–0.28"
-    return MambaPrefixRule(release, every, row[2], read, retention_interval, junction)
+    return MambaPrefixRule(release, every, row[2], read, retention_interval or 0, junction)
 
 
 #: (first release, split): the chunk split of the newest row ≤ the version (module doc); "0.32" also with none named

@@ -258,9 +258,11 @@ def _spans(cand: Candidate, widest: int) -> str:
 
 def _launch_figures(spec: SearchSpec, plan: Any) -> dict[str, Any]:
     """``plan_figures`` with the --max-model-len its launch line carries when the range's low end may not start
-    (``launch_len.launch_len_figures``) and a positive --prefix-cache-retention-interval."""
+    (``launch_len.launch_len_figures``) and a --prefix-cache-retention-interval its launch line carries."""
     from kvledger.analyses.search.launch_len import launch_len_figures
+    from kvledger.analyses.serving.retention_flag import launch_words
 
     figures = plan_figures(plan)
-    retention = {"prefix_cache_retention_interval": i} if (i := spec.prefix_cache_retention_interval) else {}
+    i = spec.prefix_cache_retention_interval  # positive, or 0 before 0.29 (VLLM_PREFIX_CACHE_RETENTION_INTERVAL=0)
+    retention = {"prefix_cache_retention_interval": i} if any(launch_words(i, spec.engine_version)) else {}
     return {**figures, **launch_len_figures(spec, plan, figures), **retention}  # the vllm line's flag (launch.py)

@@ -123,12 +123,13 @@ def _sglang_release_note(plan) -> list[str]:
 
 
 def engine_config_from_plan(plan, *, policy: str | None = None, null_block_edge: bool = False,
-                            retention_interval: int = 0, **overrides: Any) -> tuple[EngineConfig, list[str]]:
+                            retention_interval: int | None = None, **overrides: Any) -> tuple[EngineConfig, list[str]]:
     """An EngineConfig sized by ``plan`` (a vLLM or SGLang ``Plan``), with notes on where each setting came from;
     ``policy``: a key of ``POLICY_PRESETS`` (before ``overrides``, EngineConfig fields; None values ignored);
     ``null_block_edge``: at vLLM < 0.29's null-block edge, the pool vLLM starts with (``startup_counts_null_block``),
     for a caller that checks its requests (``null_block_edge.py``), else a refusal; ``retention_interval``: vLLM's
-    ``--prefix-cache-retention-interval`` > 0 for a hybrid layout's rule (``retention_flag.py``), tokens.
+    ``--prefix-cache-retention-interval`` for a hybrid layout's rule (``retention_flag.py``; None: the release's
+    default), tokens.
 
     Raises:
         DoesNotFitError: the KV pool holds no block, or not one max_model_len request (vLLM refuses to start).
@@ -275,9 +276,9 @@ def _pool_notes(plan, cfg: EngineConfig) -> list[str]:
     return notes
 
 
-def _hybrid_fields(plan, fields: dict[str, Any], interval: int) -> list[str]:
-    """Set a hybrid layout's step-block rule (``interval``: a positive retention interval) and prefix caching in
-    ``fields``; the notes saying so. In-flight tokens: vLLM ``config/vllm.py max_in_flight_tokens``."""
+def _hybrid_fields(plan, fields: dict[str, Any], interval: int | None) -> list[str]:
+    """Set a hybrid layout's step-block rule (``interval``: the retention interval set, None unset) and prefix
+    caching in ``fields``; the notes saying so. In-flight tokens: vLLM ``config/vllm.py max_in_flight_tokens``."""
     m, notes = plan.memory, []
     if m.engine == "vllm" and plan.layout is not None and fields.get("batching", "continuous") != "vllm_v0":
         inflight = plan.inflight_tokens

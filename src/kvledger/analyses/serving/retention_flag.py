@@ -5,8 +5,14 @@
   refuses it; 0.23–0.28 read ``VLLM_PREFIX_CACHE_RETENTION_INTERVAL`` from the environment instead (``envs.py``,
   unset: None, dense, the default simulated; read in 0.23–0.28, absent in 0.22). There the flag stands for that variable
   set to N > 0 (``swa_retention.ENV_BY_RELEASE``: 0.23–0.25 keep no junction; Mamba states: ``mamba_prefix_rules``,
-  0.23 dense beside the sliding-window group it needs, 0.24–0.25 no junction); a value of 0 is not modelled before
-  0.29, and is refused.
+  0.23 dense beside the sliding-window group it needs, 0.24–0.25 no junction). Set to 0, 0.26–0.28 keep what 0.29's
+  default 0 keeps: ``SlidingWindowManager.reachable_block_mask`` and ``MambaManager.reachable_block_mask`` (read in
+  0.28.0 and 0.29.0: the same bodies) lay no segment tails for 0 and keep the ``reachable_boundaries``' tails, the
+  replay boundary and the shared-prefix junction, so the simulator runs the variable's row with no segments. 0.23–0.25
+  are refused (``check_release``): their mask takes ``num_prompt_tokens`` only (0.23.0's
+  ``reachable_block_mask(..., num_prompt_tokens)``), no junction, not 0.29's rule. Unlike 0.29, 0.23–0.28's
+  ``_validate_prefix_cache_retention_interval`` refuses the variable set, 0 too (``is None`` is its only pass), on a
+  model with no group its retention takes ("Unset it").
 * ``v1/core/kv_cache_coordinator.py : _validate_prefix_cache_retention_interval`` (every coordinator, prefix caching
   on or off) refuses a positive interval for a model with no sliding-window or Mamba group (0.23.0: no sliding-window
   group, a Mamba group not counted; Mamba from 0.24.0), and any interval that is not a multiple of
@@ -28,17 +34,19 @@ __all__ = ["RETENTION_FLAG_FROM", "retention_interval_override", "check_release"
            "launch_words"]
 
 RETENTION_FLAG_FROM = (0, 29, 0)  # in 0.29.0's engine/arg_utils.py; 0.23–0.28 have the environment variable only
+ENV_ZERO_FROM = (0, 26, 0)  # the variable set to 0 keeps 0.29's default rule from here (module doc)
 
 
-def retention_interval_override(a: Any, plan: Any) -> tuple[int, list[str]]:
-    """(the interval to simulate, tokens (0: the release's default), notes) for ``a.prefix_cache_retention_interval``.
+def retention_interval_override(a: Any, plan: Any) -> tuple[int | None, list[str]]:
+    """(the interval to simulate, tokens (None: the release's default; 0 before 0.29: the variable set to 0), notes)
+    for ``a.prefix_cache_retention_interval``.
 
     Raises:
         InputError: not vLLM, a release before 0.29, or an interval vLLM refuses to start with (module doc).
     """
     interval = getattr(a, "prefix_cache_retention_interval", None)
     if interval is None:
-        return 0, []
+        return None, []
     m, flag = plan.memory, f"--prefix-cache-retention-interval {interval}"
     if m.engine != "vllm":
         raise InputError(f"{flag} is a vLLM flag (which sliding-window and Mamba checkpoints its prefix cache keeps); "
@@ -46,11 +54,11 @@ def retention_interval_override(a: Any, plan: Any) -> tuple[int, list[str]]:
     check_release(interval, m.engine_version)
     groups = plan.layout.groups if plan.layout is not None else ()
     env = _env_note(interval, m.engine_version)
-    if interval == 0:
-        return 0, [f"{flag}: vLLM {m.engine_version}'s default (config/cache.py), as a run without the flag"]
+    ver = parse_version(m.engine_version or LATEST)
+    if interval == 0 and ver >= RETENTION_FLAG_FROM:
+        return None, [f"{flag}: vLLM {m.engine_version}'s default (config/cache.py), as a run without the flag"]
     where = (f"vLLM {m.engine_version} refuses to start (v1/core/kv_cache_coordinator.py "
              "_validate_prefix_cache_retention_interval)")
-    ver = parse_version(m.engine_version or LATEST)
     if not any(g.kind in _kinds_taken(ver) for g in groups):
         raise InputError(_no_group(flag, where, ver))
     scheduler_block = math.lcm(*(g.block_size for g in groups))
@@ -67,7 +75,7 @@ def retention_interval_override(a: Any, plan: Any) -> tuple[int, list[str]]:
 
 
 def check_release(interval: int | None, engine_version: str | None) -> None:
-    """Refuse ``--prefix-cache-retention-interval`` for a vLLM release before 0.23, or 0 before 0.29 (None: the
+    """Refuse ``--prefix-cache-retention-interval`` for a vLLM release before 0.23, or 0 before 0.26 (None: the
     newest, which has it; 0.23–0.28: ``VLLM_PREFIX_CACHE_RETENTION_INTERVAL``, module doc).
 
     Raises:
@@ -80,10 +88,11 @@ def check_release(interval: int | None, engine_version: str | None) -> None:
             "came in 0.29.0 (config/cache.py CacheConfig.prefix_cache_retention_interval)")
     if parse_version(engine_version) < ENV_FROM:
         raise InputError(f"{said}; drop it, or use --engine-version 0.29.0 or later")
-    if interval == 0:
-        raise InputError(f"{said}; 0.23–0.28 read the environment variable VLLM_PREFIX_CACHE_RETENTION_INTERVAL "
-                         "instead (unset: every block kept, the default simulated); set to 0 is not modelled: drop "
-                         "the flag, or give a positive interval to simulate the variable set to it")
+    if interval == 0 and parse_version(engine_version) < ENV_ZERO_FROM:  # module doc: no junction, not 0.29's rule
+        raise InputError(f"{said}; 0.23–0.25 read the environment variable VLLM_PREFIX_CACHE_RETENTION_INTERVAL "
+                         "instead (unset: every block kept, the default simulated); set to 0 is not modelled there "
+                         "(its mask keeps the replay boundary's blocks only, no shared-prefix junction): drop the "
+                         "flag, give a positive interval to simulate the variable set to it, or use 0.26 or later")
 
 
 def _env_note(interval: int, engine_version: str) -> list[str]:
@@ -136,17 +145,21 @@ def check_model_groups(interval: int | None, model: Any, engine_version: str | N
     """
     check_release(interval, engine_version)
     kinds, ver = model.layer_counts(), parse_version(engine_version or LATEST)
-    if interval and not any(kinds.get(k) for k in _kinds_taken(ver)):
+    is_set = interval is not None and (interval > 0 or ver < RETENTION_FLAG_FROM)  # 0.23–0.28 refuse 0 too
+    if is_set and not any(kinds.get(k) for k in _kinds_taken(ver)):
         raise InputError(_no_group(f"--prefix-cache-retention-interval {interval}", f"vLLM {engine_version or LATEST} "
                                    "refuses to start (v1/core/kv_cache_coordinator.py "
                                    "_validate_prefix_cache_retention_interval)", ver))
 
 
 def launch_words(interval: int | None, engine_version: str | None) -> tuple[list[str], list[str]]:
-    """(environment words, flag words) that launch vLLM ``engine_version`` with a positive ``interval``: the flag from
-    0.29 (and with no version named), ``VLLM_PREFIX_CACHE_RETENTION_INTERVAL=N`` before it (module doc)."""
-    if not interval:
+    """(environment words, flag words) that launch vLLM ``engine_version`` with ``interval``: the flag from 0.29 (and
+    with no version named) when positive (0 is its default), ``VLLM_PREFIX_CACHE_RETENTION_INTERVAL=N`` before it, 0
+    included (module doc)."""
+    if interval is None:
         return [], []
     if engine_version and parse_version(engine_version) < RETENTION_FLAG_FROM:
         return [f"VLLM_PREFIX_CACHE_RETENTION_INTERVAL={interval}"], []
+    if not interval:
+        return [], []
     return [], ["--prefix-cache-retention-interval", str(interval)]

@@ -9,11 +9,8 @@ prefill and decode phases: each request's ``num_computed_tokens`` catches up wit
     |<-- num_computed_tokens -->|<-- scheduled this step (≤ budget) -->|
                                    a step that reaches num_tokens samples token g+1
 
-1. Budget = ``max_num_batched_tokens``. Each running request, in order, gets
-   ``min(num_tokens − computed, budget, max_model_len − 1 − computed)`` tokens (the input position below max_model_len:
-   ``max_model_len - 1 - request.num_computed_tokens`` in 0.10.1–0.23.0, ``max_model_len - num_computed_tokens -
-   num_sampled_tokens_per_step`` with 1 for a generating model in 0.28.0, 0.29.0, 0.34.0; 0.11.1–0.11.2 take the
-   smaller of max_model_len and prompt + max_tokens, the same here as outputs end there; read in each), cut first to
+1. Budget = ``max_num_batched_tokens``. Each running request, in order, gets ``min(num_tokens − computed, budget,
+   max_model_len − 1 − computed)`` tokens (0.9.2–0.34.0; 0.8.5, 0.9.0 lack the − 1: moot, see the loop), cut first to
    ``long_prefill_token_threshold`` when set (waiting requests too; from vLLM 0.31 not while one request is running or
    waiting); with align-mode Mamba state groups a prefill chunk short of the prefill end is cut to a block boundary
    (vLLM 0.33 ``_mamba_block_aligned_split``, swa_step.py ``aligned_chunk``; waiting requests too, and a chunk cut to
@@ -140,7 +137,7 @@ class Scheduler:
                 n = cap
             if n > budget:
                 n = budget
-            if n > max_len - 1 - c:  # v1/core/sched/scheduler.py::Scheduler.schedule, running loop (module doc)
+            if n > max_len - 1 - c:  # scheduler.py::schedule's running loop; accepted requests end sooner (module doc)
                 n = max_len - 1 - c
             if align is not None and n > 1:
                 n = align(c, n, req.num_prompt_tokens, req.num_tokens, align_max, req.shared_prefix_boundary)

@@ -81,13 +81,14 @@ ENV_BY_RELEASE: tuple[SlidingRetention, ...] = (
 )
 
 
-def sliding_retention(engine_version: str | None, interval: int = 0) -> SlidingRetention:
+def sliding_retention(engine_version: str | None, interval: int | None = None) -> SlidingRetention:
     """The row of ``RETENTION_BY_RELEASE`` for a vLLM release; ``DENSE`` where none is named or it does not parse.
-    ``interval`` > 0 before 0.29: the ``ENV_BY_RELEASE`` row that ``VLLM_PREFIX_CACHE_RETENTION_INTERVAL`` selects
-    (``with_interval`` then adds its segment tails)."""
+    ``interval`` set (not None) before 0.29: the ``ENV_BY_RELEASE`` row that ``VLLM_PREFIX_CACHE_RETENTION_INTERVAL``
+    selects (``with_interval`` then adds a positive interval's segment tails; 0: the boundaries' tails only, as
+    ``reachable_block_mask`` takes 0 in 0.23–0.29 alike)."""
     ver = version_tuple(engine_version) if engine_version else None
     row = next((r for r in RETENTION_BY_RELEASE if ver is not None and ver >= r.since), DENSE)
-    if interval and row is DENSE and ver is not None:
+    if interval is not None and row is DENSE and ver is not None:
         row = next((r for r in ENV_BY_RELEASE if ver >= r.since), row)
     return row
 

@@ -93,9 +93,10 @@ class StepBlockRule:
 
     @classmethod
     def from_layout(cls, layout, max_model_len: int, inflight_tokens: int, engine_version: str | None = None,
-                    retention_interval: int = 0) -> StepBlockRule:
+                    retention_interval: int | None = None) -> StepBlockRule:
         """The layout's rule; ``engine_version``: the vLLM release whose sliding-window retention, Mamba prefix rule and
-        chunk split apply; ``retention_interval``: ``--prefix-cache-retention-interval`` > 0 (0.29 on), tokens."""
+        chunk split apply; ``retention_interval``: ``--prefix-cache-retention-interval`` (0.29 on; before, the
+        environment variable set: ``retention_flag.py``), tokens; None: the release's default."""
         state = [g for g in layout.groups if g.kind == "state"]
         align = [g for g in state if g.state_pages > 1 and not g.state_page_per_block]
         boundary, ck = bool(align), max((g.state_pages - 2 for g in align), default=0)
