@@ -91,8 +91,10 @@ def profile_full_chunk(model: ModelSpec, ver: tuple[int, int, int], dp: int, ep:
     FusedMoEModularMethod.make`` for an all2all-kernel backend (0.14.0–0.17.0), of which deepep_high_throughput runs
     the standard-format Triton/DeepGEMM experts (``supports_chunking`` True; pplx's and deepep_low_latency's batched
     experts return False), and the FP8 and NVFP4 oracles (``oracle/fp8.py::make_fp8_moe_kernel``,
-    ``oracle/nvfp4.py``, 0.15.0–0.17.0; 0.14.0's build theirs without it) for the gathering backends. The
-    unquantized oracle passes none (0.15.0–0.17.0)."""
+    ``oracle/nvfp4.py``, 0.15.0–0.17.0; 0.14.0's build theirs without it) for the gathering backends: fp8.py's and
+    modelopt.py's checkpoints ("fp8", "nvfp4" here). compressed_tensors_moe.py's FP8/NVFP4 MoE take the oracles too,
+    but a compressed-tensors scheme here does not tell float from int weights: left out. The unquantized oracle
+    passes none (0.15.0–0.17.0)."""
     if not (model.is_moe and dp > 1 and ep > 1 and DP_EP_FULL_CHUNK[0] <= tuple(ver) <= DP_EP_FULL_CHUNK[1]):
         return False
     if backend == "deepep_high_throughput":
