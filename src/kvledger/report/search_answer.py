@@ -142,7 +142,7 @@ def no_winner_line(result: Any, reasons_at: str = "the reasons below") -> str:
     fix, not the SLO (fresh-user trial: max_model_len rejections were reported as an SLO miss); ``reasons_at``: where
     the reader finds each candidate's reason (the table's lines below it, or the JSON's keys)."""
     from kvledger.analyses.search.frontier import none_can_start, rejections_by_reason
-    from kvledger.analyses.search.reasons import NOISE_ADVICE, SLO_REASONS, SLO_WITHIN_NOISE
+    from kvledger.analyses.search.reasons import ITL_UNREACHABLE, NOISE_ADVICE, SLO_REASONS, SLO_WITHIN_NOISE
     from kvledger.analyses.search.refusals import refused_everywhere
 
     rej = [e for e in result.entries if e["status"] not in ("feasible", "bounded")]
@@ -166,6 +166,8 @@ def no_winner_line(result: Any, reasons_at: str = "the reasons below") -> str:
                 f"one standard error; see {reasons_at} ({NOISE_ADVICE})")
     noise = f"; for those met only within the run's noise, {NOISE_ADVICE}" if any(
         g["reason"] == SLO_WITHIN_NOISE for g in groups) else ""
+    noise += ("; for those ITL unreachable, the smaller --max-num-batched-tokens each one's reason names" if any(
+        g["reason"] == ITL_UNREACHABLE for g in groups) else "")
     return f"no candidate meets the SLO: see {reasons_at} (loosen the SLO, lower --target, add GPUs or TP{noise})"
 
 

@@ -33,15 +33,17 @@ from kvledger.analyses.search.instance_bill import engine_groups, instance_sizin
 from kvledger.analyses.search.launch import launch_for
 from kvledger.analyses.search.load import offered_words, peak_figures, split_for
 from kvledger.analyses.search.probed import probed_band
-from kvledger.analyses.search.reasons import CAPACITY_NOT_MEASURED, SLO_NOT_MET, SLO_WITHIN_NOISE
+from kvledger.analyses.search.reasons import CAPACITY_NOT_MEASURED, ITL_UNREACHABLE, SLO_NOT_MET, SLO_WITHIN_NOISE
 from kvledger.analyses.search.screen import cheapest, packing_price, price_rows, sim_args
 from kvledger.analyses.search.spec import SearchSpec
+from kvledger.analyses.serving.itl_budget import itl_unreachable
 from kvledger.analyses.serving.load_run import lowest_rate
 from kvledger.analyses.serving.session_spec import CapacityNotMeasured
 from kvledger.analyses.serving.sim_capacity import run_at_sized_rate
 from kvledger.analyses.serving.sim_prober import sharing_probes
 from kvledger.analyses.serving.work_bounds import bound_note
 from kvledger.errors import KvLedgerError
+from kvledger.ledgers.slo import parse_slo
 
 __all__ = ["evaluate_candidate", "load_rate_req_per_s", "check_volume", "size_for_load", "sizing_capacity",
            "capacity_figures", "volume_load"]
@@ -169,9 +171,11 @@ def _no_rate(entry: dict[str, Any], pr: Any, spec: SearchSpec) -> dict[str, Any]
     low, edge = min(pr.probes), getattr(pr, "idle_edge", None)
     detail = (f"no request rate down to {low[0]:.3g} req/s has {spec.target:.0%} of requests within the SLO "
               f"({spec.slo}); {low[1]:.1%} there") if edge is None else f"{edge.note} ({spec.slo})"
-    return {**entry, "status": "rejected", "reason": SLO_NOT_MET if edge is None else SLO_WITHIN_NOISE,
-            "detail": detail, "capacity": {"probes": pr.probes, "notes": pr.notes},
-            **_refused(pr, spec.target)}
+    itl = None if edge is not None or pr.search is None else itl_unreachable(pr.search, parse_slo(spec.slo),
+                                                                              spec.target)  # its misses alone
+    reason = SLO_WITHIN_NOISE if edge is not None else SLO_NOT_MET if itl is None else ITL_UNREACHABLE
+    return {**entry, "status": "rejected", "reason": reason, "detail": itl or detail,
+            "capacity": {"probes": pr.probes, "notes": pr.notes}, **_refused(pr, spec.target)}
 
 
 def _refused(pr: Any, target: float) -> dict[str, Any]:

@@ -2,6 +2,9 @@
 read them (one string each, so a comparison cannot drift from the text it compares against).
 
 - :data:`SLO_NOT_MET`: no probed rate (or no rate a bound allows) has the target share of requests within the SLO;
+- :data:`ITL_UNREACHABLE`: no probed rate meets the target and, at the lightest load probed, the requests that missed
+  the ITL limit alone are more than 1 − target of them while a step carrying a full prefill chunk of the token budget
+  takes longer than the limit (``kvledger.analyses.serving.itl_budget``): a smaller max_num_batched_tokens is the fix;
 - :data:`SLO_WITHIN_NOISE`: the target is met even near idle only within one standard error of the run's sampling
   noise (``kvledger.analyses.serving.idle_edge``), so no capacity can be banked on; more requests per probe
   (``--num-requests``) shrink that noise.
@@ -9,13 +12,14 @@ read them (one string each, so a comparison cannot drift from the text it compar
 
 from __future__ import annotations
 
-__all__ = ["SLO_NOT_MET", "SLO_WITHIN_NOISE", "SLO_REASONS", "NOISE_ADVICE", "NO_PRICE_ROW", "NO_INSTANCE",
-           "NO_INSTANCE_DP", "PRICE_REASONS", "CAPACITY_NOT_MEASURED", "ENGINE_REFUSES"]
+__all__ = ["SLO_NOT_MET", "ITL_UNREACHABLE", "SLO_WITHIN_NOISE", "SLO_REASONS", "NOISE_ADVICE", "NO_PRICE_ROW",
+           "NO_INSTANCE", "NO_INSTANCE_DP", "PRICE_REASONS", "CAPACITY_NOT_MEASURED", "ENGINE_REFUSES"]
 
 SLO_NOT_MET = "SLO not met at any rate"
 SLO_WITHIN_NOISE = "SLO met only within the run's noise"
+ITL_UNREACHABLE = "ITL unreachable"
 #: the reasons of a candidate that was held to the SLO (simulated or bounded) and did not qualify
-SLO_REASONS = (SLO_NOT_MET, SLO_WITHIN_NOISE)
+SLO_REASONS = (SLO_NOT_MET, SLO_WITHIN_NOISE, ITL_UNREACHABLE)
 #: screening: no rental row for the GPU (of ``--gpu-provider`` when given)
 NO_PRICE_ROW = "no price row"
 #: screening: rows exist, but none sells an instance wide enough for an engine's TP group (nor prices per GPU)

@@ -12,6 +12,7 @@ the warning names the step time and the budget that keeps each step under the li
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from kvledger.accounting.stepcost import StepShape
@@ -19,7 +20,8 @@ from kvledger.analyses.serving.notes import ITL_BUDGET
 from kvledger.ledgers.columns import columns_from
 from kvledger.units import fmt_duration
 
-__all__ = ["MIN_BUDGET", "chunk_step_s", "itl_budget_note", "itl_budget_words"]
+__all__ = ["MIN_BUDGET", "chunk_step_s", "itl_budget_note", "itl_budget_words", "ItlBudget", "itl_budget",
+           "itl_budget_at_lightest", "lightest_probe", "itl_unreachable"]
 
 MIN_BUDGET = 256
 """The smallest budget the warning proposes (halving from the one simulated), tokens: a threshold of this check."""
@@ -37,19 +39,112 @@ def chunk_step_s(cost: Any, budget: int, longest: int) -> float:
                                       decode_kv_tokens=longest))
 
 
-def itl_budget_note(sb: Any, slo: Any) -> str | None:
-    """The warning for a request-rate search ``sb`` (``sim_boundary.SimBoundary``) under ``slo`` whose lightest probe
-    run to its end still has ITL misses (``itl_budget_words``); None otherwise."""
+@dataclass
+class ItlBudget:
+    """The token-budget analysis of one run whose requests missed an ITL limit (``itl_budget``): ``missed`` of its
+    ``num_requests`` missed ``itl_key`` ≤ ``limit_s``; a step carrying a prefill chunk of up to ``budget`` tokens (of
+    the ``longest`` prompt) takes ``step_s``; ``fits``: the largest halving of the budget whose such step,
+    ``fits_step_s``, is under the limit (None: none down to ``MIN_BUDGET``); ``max_num_seqs``: the run's."""
+
+    missed: int
+    num_requests: int
+    itl_key: str
+    limit_s: float
+    budget: int
+    longest: int
+    step_s: float
+    fits: int | None
+    fits_step_s: float | None
+    max_num_seqs: int
+
+    def blocks(self, target: float) -> bool:
+        """Whether the ITL misses alone keep the run's attainment (good ÷ all requests) below ``target``: at most
+        (all − missed) ÷ all are good, compared as the boundary search compares (``attainment >= target`` meets)."""
+        return self.num_requests > 0 and (self.num_requests - self.missed) / self.num_requests < target
+
+    def fix(self) -> str:
+        """The budget that keeps such a step under the limit, in words (the flags vLLM needs for it)."""
+        if self.fits is None:
+            return (f"no budget down to {MIN_BUDGET} tokens keeps such a step under the limit here: a faster step "
+                    "(more TP, another GPU) or prefill apart from decode (kvledger disagg) is what can")
+        cap = (f" with --max-num-seqs {self.fits} or fewer (vLLM refuses a budget below max_num_seqs, "
+               f"{self.max_num_seqs:,} here: config/scheduler.py)" if self.fits < self.max_num_seqs else "")
+        return (f"--max-num-batched-tokens {self.fits}{cap} caps such a step at {fmt_duration(self.fits_step_s)}, "
+                "under the limit")
+
+    def step_words(self) -> str:
+        return (f"a step that carries a prefill chunk of up to max_num_batched_tokens {self.budget:,} tokens ("
+                + (f"the last chunk of the longest prompt, {self.longest:,} tokens" if self.longest >= self.budget
+                   else f"here the longest prompt, {self.longest:,} tokens, in one chunk")
+                + f") takes {fmt_duration(self.step_s)} in this step cost")
+
+    def words(self, where: str) -> str:
+        """The capacity warning (prefix ``ITL_BUDGET``); ``where``: which run, in words."""
+        head = (f"{ITL_BUDGET}{where}, {self.missed:,} requests missed {self.itl_key} ≤ {fmt_duration(self.limit_s)}: "
+                f"{self.step_words()}, and every request decoding in it waits that long, at any load. ")
+        if self.fits is None:
+            return head + self.fix()[0].upper() + self.fix()[1:]
+        return head + (f"{self.fix()}; long prompts then take more steps to their first token (TTFT grows): search "
+                       f"--max-num-batched-tokens {self.fits},{self.budget} ranks both on this SLO")
+
+
+def lightest_probe(sb: Any) -> tuple[float, Any] | None:
+    """(rate, goodput) of the lightest probe of a request-rate search ``sb`` (``sim_boundary.SimBoundary``) run to its
+    end; None on another axis or without one."""
     full = sorted((pr.value, k) for k, pr in enumerate(sb.probes) if pr.stopped_early is None)
     if sb.axis != "request_rate" or not full:
         return None
-    missed = sb.goodputs[full[0][1]].num_missed.get("itl", 0)
-    return itl_budget_words(sb.first_run, slo, missed, f"at {full[0][0]:.4g} req/s, the lightest load probed")
+    return full[0][0], sb.goodputs[full[0][1]]
+
+
+def itl_budget_at_lightest(sb: Any, slo: Any) -> ItlBudget | None:
+    """``itl_budget`` of the lightest probe of ``sb`` run to its end (``lightest_probe``); None otherwise."""
+    low = lightest_probe(sb)
+    if low is None:
+        return None
+    gp = low[1]
+    return itl_budget(sb.first_run, slo, gp.num_missed.get("itl", 0), gp.num_requests)
+
+
+def itl_budget_note(sb: Any, slo: Any) -> str | None:
+    """The warning for a request-rate search ``sb`` under ``slo`` whose lightest probe run to its end still has ITL
+    misses (``itl_budget``); None otherwise."""
+    found = itl_budget_at_lightest(sb, slo)
+    return None if found is None else found.words(f"at {lightest_probe(sb)[0]:.4g} req/s, the lightest load probed")
+
+
+def itl_unreachable(sb: Any, slo: Any, target: float) -> str | None:
+    """Why a request-rate search ``sb`` that found no rate meeting ``target`` is ITL unreachable: at the lightest load
+    probed the ITL misses alone exceed what the target allows (``ItlBudget.blocks``) under a token budget whose
+    full-chunk step is over the limit; None otherwise (then the search's own "SLO not met" reason stands).
+
+    Exactness: the budget alone never makes a limit unreachable at every load: a request's decode shares a step with
+    another's prefill only where their times overlap, and as the rate falls the scaled gaps part them, so the misses
+    the budget causes fall toward none (azure-conv's first 2,000 under Llama-3.1-70B TP 4, 0.10.1, itl ≤ 100 ms: 58.6 %
+    at 1 req/s, 93.1 % at 0.125: it is ranked, with the warning). What stays at any load are arrivals the trace gives
+    one time, which every rate keeps together (Mooncake's millisecond stamps: 265 ties among its first 300), so the
+    claim is made only where the search already found no rate down to its lightest probe meeting the target, and
+    there the ITL misses alone keep the attainment below it."""
+    found = itl_budget_at_lightest(sb, slo)
+    if found is None or not found.blocks(target):
+        return None
+    return (f"at {lightest_probe(sb)[0]:.3g} req/s, the lightest load probed, {found.missed:,} of "
+            f"{found.num_requests:,} requests missed {found.itl_key} ≤ {fmt_duration(found.limit_s)}, more than the "
+            f"{(1 - target) * found.num_requests:,.0f} a {target:.0%} target allows: {found.step_words()}, "
+            f"{found.step_s / found.limit_s:.1f}× the limit, and every request decoding in it waits that long; "
+            f"{found.fix()}")
 
 
 def itl_budget_words(run: Any, slo: Any, missed: int, where: str) -> str | None:
-    """The warning for the simulated run ``run`` (``sim_ledgers.SimulatedRun``) in which ``missed`` requests missed the
-    ITL limit of ``slo`` (``where``: which run, in words) while a step carrying a full-budget prefill chunk takes longer
+    """The warning for the simulated run ``run`` in which ``missed`` requests missed the ITL limit (``itl_budget``);
+    ``where``: which run, in words; None where it does not apply."""
+    found = itl_budget(run, slo, missed, 0)
+    return None if found is None else found.words(where)
+
+
+def itl_budget(run: Any, slo: Any, missed: int, num_requests: int) -> ItlBudget | None:
+    """The analysis for the simulated run ``run`` (``sim_ledgers.SimulatedRun``, of ``num_requests`` requests) in which
+    ``missed`` requests missed the ITL limit of ``slo`` while a step carrying a full-budget prefill chunk takes longer
     than the limit (vLLM, chunked prefill, an ITL limit on each request's largest gap or a percentile of its gaps);
     None otherwise."""
     if (not missed or slo.itl_s is None or slo.itl_stat == "mean" or run is None
@@ -58,30 +153,14 @@ def itl_budget_words(run: Any, slo: Any, missed: int, where: str) -> str | None:
     cfg = run.setup.config
     if not cfg.enable_chunked_prefill or cfg.batching != "continuous":
         return None
-    budget, limit = cfg.max_num_batched_tokens, slo.itl_s
+    budget, limit, cost = cfg.max_num_batched_tokens, slo.itl_s, run.setup.cost
     longest = min(int(columns_from(run.run).num_prompt_tokens.max()), cfg.max_model_len)
-    step = chunk_step_s(run.setup.cost, budget, longest)
+    step = chunk_step_s(cost, budget, longest)
     if step <= limit:
         return None
-    fits = next((b for b in _halvings(budget) if b <= longest and chunk_step_s(run.setup.cost, b, longest) <= limit),
-                None)
-    head = (f"{ITL_BUDGET}{where}, {missed:,} requests missed "
-            f"{slo.itl_key} ≤ {fmt_duration(limit)}: a step that carries a prefill chunk of up to "
-            f"max_num_batched_tokens {budget:,} tokens ("
-            + (f"the last chunk of the longest prompt, {longest:,} tokens" if longest >= budget else
-               f"here the longest prompt, {longest:,} tokens, in one chunk")
-            + f") takes {fmt_duration(step)} in this step cost, and every request decoding in it waits that long, at "
-            "any load. ")
-    if fits is None:
-        return head + (f"No budget down to {MIN_BUDGET} tokens keeps such a step under the limit here: a faster "
-                       "step (more TP, another GPU) or prefill apart from decode (kvledger disagg) is what can")
-    seqs = cfg.max_num_seqs
-    cap = (f" with --max-num-seqs {fits} or fewer (vLLM refuses a budget below max_num_seqs, {seqs:,} here: "
-           "config/scheduler.py)" if fits < seqs else "")
-    return head + (f"--max-num-batched-tokens {fits}{cap} caps such a step at "
-                   f"{fmt_duration(chunk_step_s(run.setup.cost, fits, longest))}, under the limit; long prompts then "
-                   "take more steps to their first token (TTFT grows): search --max-num-batched-tokens "
-                   f"{fits},{budget} ranks both on this SLO")
+    fits = next((b for b in _halvings(budget) if b <= longest and chunk_step_s(cost, b, longest) <= limit), None)
+    return ItlBudget(missed, num_requests, slo.itl_key, limit, budget, longest, step, fits,
+                     None if fits is None else chunk_step_s(cost, fits, longest), cfg.max_num_seqs)
 
 
 def _halvings(budget: int) -> list[int]:
