@@ -253,6 +253,14 @@ def _brief(con: Any, rep: Any) -> None:
               "rules): --verbose; for scripts: --json[/]")
 
 
+def _counting(rep: DoctorReport) -> str:
+    """How the log counts preemptions, for the summary line: the words once — where a finding printed below already
+    carries them (the capacity finding of a log that cannot show preemptions), a pointer to it instead."""
+    words = rep.log_summary["preemption_counting_words"]
+    said = next((f.name for f in rep.findings if words and words in f.message), None)
+    return words if said is None else f"this log cannot show them; the {said} finding below says why"
+
+
 def render_doctor(rep: DoctorReport, verbose: bool = False) -> None:
     """Print the reading: the summary (verdicts and remedies) and, with ``verbose``, every table, evidence line and
     rule."""
@@ -267,7 +275,7 @@ def render_doctor(rep: DoctorReport, verbose: bool = False) -> None:
               + f" ({escape(s['rules_reason'])})")
     con.print(f"{s['vllm_lines']:,} of {s['total_lines']:,} lines read ({s['skipped_lines']:,} skipped as unknown); "
               f"{s['metrics_lines']:,} metrics lines, {s['preemption_lines']:,} per-preemption warning lines"
-              + (f" (preemptions: {escape(s['preemption_counting_words'])})" if s["metrics_lines"] else ""))
+              + (f" (preemptions: {escape(_counting(rep))})" if s["metrics_lines"] else ""))
     for line in rep.lifecycle:  # several start-ups (the verdict is the last one's), an operator's stop
         con.print(f"[bold]{escape(line)}[/]")
     for w in rep.warnings:

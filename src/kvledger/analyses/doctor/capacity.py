@@ -101,7 +101,7 @@ def _verdict(ctx: DoctorContext) -> tuple[str, bool, int, list[int], list[str]]:
     queued = [i for i, s in enumerate(stats) if s.waiting_reqs > 0 and (s.gpu_kv_usage_pct or 0) >= KV_FULL_PCT]
     if queued:
         kind, words = preemption_counting(log)
-        if kind in ("when_nonzero", "never", "unknown"):
+        if kind == "when_nonzero":  # "never" and "unknown": the message says it once (_unseen)
             notes.append(f"preemptions: {words}")
         return "capacity_bound_admission", True, 0, queued, notes
     return ("kv_not_binding" if stats else "no_metrics"), False, 0, [], notes
