@@ -253,3 +253,14 @@ def test_deepseek_r1_on_8_h200_keeps_the_short_plan_short():
         in " ".join(short.split())
     assert "8 × 406,192 = 3,249,536 KV tokens on the same 8 GPUs (5.03×" in " ".join(full.split())
     assert "  → --tp 16 --nnodes 2: 7 concurrent 163,840-token requests (7.79x)" in lines  # TP 8 is one node: 2 is new
+
+
+def test_a_plan_without_engine_version_says_under_verbose_which_release_it_assumed():
+    # no --engine-version: vLLM 0.33.0, the newest release modelled (accounting/vllm_rules.py LATEST), said as an
+    # assumption with the flag that changes it in the --verbose title; the short title stays as it was, since the words
+    # wrap Llama-3.1-405B TP 8 × PP 2's full 3-line title to 4 (26 -> 27 lines at 80 columns)
+    args = ("plan", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100")
+    title = " ".join(_out(*args, "--verbose").split())
+    assert "— vllm 0.33.0 (assumed: the newest modelled; --engine-version for yours), TP 1," in title
+    assert "(assumed:" not in _out(*args)
+    assert "(assumed:" not in " ".join(_out(*args, "--engine-version", "0.10.1", "--verbose").split())

@@ -18,7 +18,8 @@ from kvledger.accounting.window_capacity import manager_words, window_words
 from kvledger.catalog.family_base import WARNING_NOTE
 from kvledger.units import GiB, KiB, fmt_low
 
-__all__ = ["summary_lines", "attention_by_context_text", "limit_names", "warning_lines"]
+__all__ = ["summary_lines", "attention_by_context_text", "limit_names", "warning_lines", "ASSUMED_RELEASE",
+           "vllm_flags_text"]
 
 
 def warning_lines(p: Plan, *, verbose: bool = True) -> list[str]:
@@ -219,6 +220,23 @@ def _decode_clause(p: Plan) -> str:
 def attention_by_context_text(r: RooflineReport) -> str:
     """Decode attention intensity at each context, e.g. "12.3 at 4,096, 15.1 at 32,768" (FLOP/B)."""
     return ", ".join(f"{v:,.1f} at {c:,}" for c, v in sorted(r.decode_attention_by_context.items()))
+
+
+def vllm_flags_text(s) -> str:
+    """The vLLM flags given that change or may change a memory term, for the header (each term's source says how)."""
+    given = [f"executor {s.distributed_executor_backend}" if s.distributed_executor_backend else "",
+             "--enforce-eager" if s.enforce_eager else "",
+             "--disable-custom-all-reduce" if s.disable_custom_all_reduce else "",
+             f"sampler {s.sampler_backend}" if s.sampler_backend not in ("auto", None) else "",
+             f"model runner {s.model_runner}" if s.model_runner != "auto" else "",
+             "--enable-expert-parallel" if s.enable_expert_parallel else ""]
+    return "".join(f", {g}" for g in given if g)
+
+
+ASSUMED_RELEASE = " (assumed: the newest modelled; --engine-version for yours)"
+"""The plan header's word on a plan without --engine-version (``vllm_rules.LATEST``, SGLang's and TensorRT-LLM's newest
+modelled release), under --verbose only: in the short output it wraps a title that already fills 3 lines to 4
+(Llama-3.1-405B TP 8 × PP 2 on H100: 26 -> 27 lines at 80 columns, over the 26 tests/cli/test_newcomer.py allows)."""
 
 
 def limit_names(engine: str) -> tuple[str, str]:

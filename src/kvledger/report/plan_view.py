@@ -11,7 +11,14 @@ from kvledger.catalog.compressed_mla import FP8_DS_MLA_ENTRY_BYTES, CompressedML
 from kvledger.catalog.layer_words import layer_kinds_text
 from kvledger.catalog.models import stated_params
 from kvledger.report.plan_pipeline import decode_title, pipeline_rows
-from kvledger.report.plan_summary import attention_by_context_text, limit_names, summary_lines, warning_lines
+from kvledger.report.plan_summary import (
+    ASSUMED_RELEASE,
+    attention_by_context_text,
+    limit_names,
+    summary_lines,
+    vllm_flags_text,
+    warning_lines,
+)
 from kvledger.report.tables import LedgerTable as Table
 from kvledger.units import GB, GiB, KiB, MiB, fmt_bytes, fmt_duration, fmt_low
 
@@ -223,24 +230,14 @@ def _seqs_text(p: Plan) -> str:
     return f"{m.max_num_seqs:,}"
 
 
-def _vllm_flags_text(s) -> str:
-    """The vLLM flags given that change or may change a memory term, for the header (each term's source says how)."""
-    given = [f"executor {s.distributed_executor_backend}" if s.distributed_executor_backend else "",
-             "--enforce-eager" if s.enforce_eager else "",
-             "--disable-custom-all-reduce" if s.disable_custom_all_reduce else "",
-             f"sampler {s.sampler_backend}" if s.sampler_backend not in ("auto", None) else "",
-             f"model runner {s.model_runner}" if s.model_runner != "auto" else "",
-             "--enable-expert-parallel" if s.enable_expert_parallel else ""]
-    return "".join(f", {g}" for g in given if g)
-
-
 def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
     """Print the summary (a few lines) and, with ``verbose``, the whole ledger: model, KV bytes, memory plan,
     concurrency, waterfall, roofline, every note."""
     s, (bt, ns) = p.settings, limit_names(p.memory.engine)  # SGLang: chunked_prefill_size, max_running_requests
     pp = f", PP {s.pp}" if s.pp > 1 else ""
+    assumed = ASSUMED_RELEASE if verbose and s.engine_version is None else ""  # no --engine-version (plan_summary)
     console.print(f"[bold]KV-cache ledger[/]: {p.model.name} on {p.gpu.name} — {p.memory.engine} "
-                  f"{p.memory.engine_version}, TP {s.tp}{pp}{_vllm_flags_text(s)}, "
+                  f"{p.memory.engine_version}{assumed}, TP {s.tp}{pp}{vllm_flags_text(s)}, "
                   f"max_model_len {p.memory.max_model_len:,}, {bt} {p.memory.max_num_batched_tokens:,}, "
                   f"{ns} {_seqs_text(p)}" + (f", cuda_graph_max_bs {p.memory.cuda_graph_max_bs}"
                                              if p.memory.engine == "sglang" and p.memory.cuda_graph_max_bs else ""))
