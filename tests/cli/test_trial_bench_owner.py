@@ -44,9 +44,14 @@ def test_a_metrics_scrape_is_named_as_one_with_what_to_give_instead(tmp_path):
         msg = refused(*cmd)
         assert f"It is {NAMED}, not a benchmark output" in msg, msg
         assert "Markdown" not in msg and "`vllm bench serve --save-result`" in msg
-    msg = refused("doctor", str(f))
+    # doctor reads a scrape from a file (tests/cli/test_doctor_scrape.py); from standard input it names it and says so
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    msg = str(CliRunner().invoke(app, ["doctor", "-"], input=SCRAPE).exception)
     assert f"this is {NAMED}, not a vLLM server log" in msg, msg
-    assert "kvledger doctor -" in msg and "no vLLM log lines" not in msg
+    assert "kvledger doctor metrics.txt" in msg and "no vLLM log lines" not in msg
 
 
 def test_a_scrape_without_help_lines_is_not_read_as_a_csv_table(tmp_path):
@@ -55,7 +60,7 @@ def test_a_scrape_without_help_lines_is_not_read_as_a_csv_table(tmp_path):
     f = tmp_path / "metrics.prom"
     f.write_text("\n".join(ln for ln in SCRAPE.splitlines() if not ln.startswith("#")) + "\n")
     assert f"It is {NAMED}" in refused("goodput", str(f), "--slo", "ttft=200ms")
-    assert f"this is {NAMED}" in refused("doctor", str(f))
+    assert "a vLLM Prometheus /metrics scrape" in run_cli("doctor", str(f)).output  # read as one, not refused
 
 
 def test_the_best_of_several_runs_from_percentiles_is_not_named_where_a_rival_may_pass_it():

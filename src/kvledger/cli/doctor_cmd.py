@@ -13,7 +13,8 @@ __all__ = ["register"]
 
 def doctor(
     logfile: str = typer.Argument(..., help="A vLLM server log (stdout/stderr of `vllm serve`, any version from 0.5); "
-                                                   "- reads it from standard input."),
+                                                   "- reads it from standard input. Or a saved /metrics scrape: its "
+                                                   "preemption count, KV pool and usage."),
     model: str | None = typer.Option(None, "--model", help="Bundled model or config.json (default: the model the log "
                                                            "names, if bundled)."),
     gpu: str | None = typer.Option(None, "--gpu", help="Catalog GPU or GPU file (default: the device total the log "
@@ -48,6 +49,8 @@ def doctor(
 
     launch = {"tp": tp, "max_model_len": parse_tokens(max_model_len, what="--max-model-len") if max_model_len else None,
               "gpu_memory_utilization": gpu_memory_utilization, "max_num_seqs": max_num_seqs}
+    if _scrape(logfile, model, gpu, engine_version, launch, as_json):
+        return
     rep = diagnose_file(logfile, model=model, gpu=gpu, replicas=replicas, prefix_share=prefix_share,
                         engine_version=engine_version, launch=launch)
     # a server that did not start, died serving, or is not shown started is no healthy one: scripts and CI see it in
@@ -59,6 +62,47 @@ def doctor(
         _render(rep, verbose)
     if rep.failed or rep.unfinished:
         raise typer.Exit(1)
+
+
+def _scrape(path: str, model: str | None, gpu: str | None, engine_version: str | None, launch: dict,
+            as_json: bool) -> bool:
+    """A Prometheus /metrics scrape read and printed (True); False for anything else (doctor reads it as a log)."""
+    from pathlib import Path
+
+    from kvledger.evidence.prometheus_text import scrape_summary
+
+    p = Path(path)
+    if path == "-" or not p.is_file():
+        return False
+    text = p.read_bytes()[:50_000].decode("utf-8", errors="replace")
+    if not scrape_summary(text):
+        return False
+    from kvledger.analyses.doctor.scrape import diagnose_scrape
+    from kvledger.catalog.gpu_file import resolve_gpu
+    from kvledger.catalog.models import load_model
+    from kvledger.evidence.vllm_scrape import read_vllm_scrape
+    from kvledger.report.doctor_scrape_view import render_doctor_scrape
+
+    scrape = read_vllm_scrape(p.read_text(encoding="utf-8", errors="replace"), str(p))
+    spec = load_model(model) if model else _bundled(scrape.model_name)
+    rep = diagnose_scrape(scrape, model=spec, gpu=resolve_gpu(gpu) if gpu else None, engine_version=engine_version,
+                          launch={k: v for k, v in launch.items() if v is not None})
+    if as_json:
+        typer.echo(strict_json.dumps(rep, indent=2))
+    else:
+        render_doctor_scrape(rep)
+    return True
+
+
+def _bundled(name: str | None):
+    """The bundled model a scrape's model_name label names, else None (a served name need not be a model's)."""
+    from kvledger.catalog.models import load_model
+    from kvledger.errors import UnknownNameError
+
+    try:
+        return load_model(name, allow_hub=False) if name else None
+    except UnknownNameError:
+        return None
 
 
 def register(app: typer.Typer) -> None:

@@ -34,6 +34,7 @@ __all__ = ["LAUNCH_NOTE", "DoctorContext", "build_context", "plan_with", "log_bl
 
 _KV_DTYPES = {"auto": "auto", "bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "fp16": "fp16", "half": "fp16",
               "fp8": "fp8", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2"}
+KV_DTYPES = _KV_DTYPES  # vLLM's --kv-cache-dtype words → the ledger's (doctor's scrape reading too)
 _FROM_LOG = ("max_model_len", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "block_size",
              "num_gpu_blocks_override", "max_cudagraph_capture_size")
 

@@ -27,7 +27,9 @@ def require_vllm(log: VllmLog) -> VllmLog:
             a file with no vLLM start-up, metrics or preemption lines.
     """
     if log.not_a_log and log.not_a_log.startswith("a Prometheus"):
-        raise UnsupportedLogError(log.source, f"this is {log.not_a_log}, not a vLLM server log: {SCRAPE_ADVICE}")
+        raise UnsupportedLogError(log.source, f"this is {log.not_a_log}, not a vLLM server log: doctor reads a "
+                                  "scrape from a file, not standard input (`curl -s HOST:8000/metrics > metrics.txt; "
+                                  f"kvledger doctor metrics.txt`); {SCRAPE_ADVICE}")
     if log.not_a_log:
         raise UnsupportedLogError(log.source, f"this is {log.not_a_log}, not a vLLM server log: no line carries vLLM's "
                                   "logger header ('INFO 03-21 20:15:45 [gpu_worker.py:267] …'), so vLLM messages "

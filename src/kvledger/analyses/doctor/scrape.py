@@ -1,0 +1,98 @@
+"""``kvledger doctor`` on a vLLM Prometheus ``/metrics`` scrape: the preemption count (the only one vLLM 0.10.x gives,
+its logs printing none), the KV pool ``vllm:cache_config_info`` names against the ledger's plan, the usage and queue
+at the scrape's moment, and the capacity advice ``capacity.py`` gives for preemptions in a log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.accounting.plan import Plan
+from kvledger.analyses.doctor.capacity import RULE
+from kvledger.analyses.doctor.context import KV_DTYPES, plan_with
+from kvledger.catalog.gpus import custom_gpu
+from kvledger.evidence.vllm_scrape import PREEMPTIONS, VllmScrape
+from kvledger.units import GiB
+
+__all__ = ["diagnose_scrape", "PREEMPTION_MEANING"]
+
+PREEMPTION_MEANING = (
+    "each preemption is a running request whose KV blocks vLLM freed because the pool had no free block for its next "
+    "step (V1 Scheduler.schedule → _preempt_request; V0's scheduler the same, by recompute or swap); the request goes "
+    "back to the queue and its prompt and output so far are computed again when it is readmitted: lost GPU work and a "
+    "stall in that request's tokens")
+
+
+def _preemptions(s: VllmScrape) -> dict[str, Any]:
+    n = s.preemptions
+    if n is None:
+        return {"count": None, "triggered": False, "message": f"the scrape has no {PREEMPTIONS[0]} series"}
+    head = f"{n:,} preemption(s) since the server started ({PREEMPTIONS[0]}, a counter)"
+    if not n:
+        return {"count": 0, "triggered": False, "message": f"{head}: the KV pool has not run out of blocks"}
+    return {"count": n, "triggered": True, "message": f"{head}: {PREEMPTION_MEANING}", "rule": RULE}
+
+
+def _settings(s: VllmScrape, engine_version: str | None, launch: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    kw: dict[str, Any] = {"engine": "vllm", **{k: v for k, v in launch.items() if v is not None}}
+    if engine_version:
+        kw["engine_version"] = engine_version
+    notes = []
+    for name in ("block_size",):
+        if s.label_int(name):
+            kw[name] = s.label_int(name)
+    if s.label_float("gpu_memory_utilization"):
+        kw["gpu_memory_utilization"] = s.label_float("gpu_memory_utilization")
+    dtype = (s.cache_config.get("cache_dtype") or "auto").lower()
+    kw["kv_cache_dtype"] = KV_DTYPES.get(dtype, "auto")
+    if dtype not in KV_DTYPES:
+        notes.append(f"cache_dtype {dtype!r} is not one the ledger models; the plan uses the model dtype")
+    return kw, notes
+
+
+def _pool(s: VllmScrape, model: Any, gpu: Any, kw: dict[str, Any]) -> dict[str, Any]:
+    blocks, size = s.label_int("num_gpu_blocks"), s.label_int("block_size")
+    row: dict[str, Any] = {"num_gpu_blocks": blocks, "block_size": size,
+                           "token_slots": blocks * size if blocks and size else None,
+                           "source": "vllm:cache_config_info labels num_gpu_blocks × block_size"}
+    row["plan"] = None
+    if model is None or not blocks:
+        return row
+    # a block's bytes depend on the model and the KV dtype, not on the GPU: a stand-in GPU's plan gives them
+    shape = plan_with(model, gpu or custom_gpu("stand-in GPU", 80 * GiB, 1e12, 1e14), kw)
+    if isinstance(shape, Plan):
+        row["bytes_per_block"] = shape.memory.bytes_per_block
+        row["kv_bytes"] = blocks * shape.memory.bytes_per_block
+    if gpu is None:
+        return row
+    plan = plan_with(model, gpu, kw)
+    if isinstance(plan, str):
+        row["plan"], row["plan_error"] = None, plan
+        return row
+    assert isinstance(plan, Plan)
+    m = plan.memory
+    row["plan"] = {"num_gpu_blocks": m.num_gpu_blocks, "token_slots": m.num_gpu_blocks * m.block_size,
+                   "settings": {k: v for k, v in kw.items() if k != "engine"},
+                   "engine_version": m.engine_version}
+    row["scrape_vs_plan_pct"] = round(100.0 * (blocks - m.num_gpu_blocks) / m.num_gpu_blocks, 1)
+    return row
+
+
+def diagnose_scrape(s: VllmScrape, *, model: Any = None, gpu: Any = None, engine_version: str | None = None,
+                    launch: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The scrape's reading as a dict (``--json``'s and the view's): preemptions, pool, usage, queue, advice, notes.
+    ``model``/``gpu``: resolved specs (None: no plan to compare with)."""
+    kw, notes = _settings(s, engine_version, launch or {})
+    pre = _preemptions(s)
+    if model is None or gpu is None:
+        need = "pass --gpu" if model is not None else "pass --model and --gpu"
+        notes.append(f"{need} to compare the pool with the ledger's plan (a scrape names neither the GPU nor, unless "
+                     "bundled, the model)")
+    usage = {k or "engine": round(100.0 * v, 1) for k, v in s.kv_usage_fraction.items()}
+    advice = ("raise --gpu-memory-utilization, raise --tensor-parallel-size or lower --max-num-seqs (vLLM's tuning "
+              "guide), or FP8 KV (--kv-cache-dtype fp8: half the bytes per block); kvledger doctor on the server's "
+              "log re-plans each in numbers") if pre["triggered"] else None
+    return {"kind": "vllm_metrics_scrape", "scrape": s.to_dict(), "preemptions": pre,
+            "pool": _pool(s, model, gpu, kw), "kv_usage_pct": usage, "kv_usage_metric": s.kv_usage_name,
+            "running": s.running, "waiting": s.waiting, "advice": advice,
+            "notes": notes + ["a scrape is one moment: usage and queue are now, the counters since the server "
+                              "started; scrape twice and subtract for a rate"]}

@@ -1,0 +1,62 @@
+"""``kvledger doctor FILE`` on a vLLM Prometheus /metrics scrape: the preemption count (vLLM 0.10.x logs print none),
+the KV pool ``vllm:cache_config_info`` names against the ledger's plan, usage and queue now, and the capacity advice.
+
+The real scrape: tests/fixtures/vllm_metrics/aibrix_qwen2.5-coder-1.5b.prom (source and licence in SOURCES.md there)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cli_run import cli_json, run_cli
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "vllm_metrics"
+SCRAPE = FIX / "aibrix_qwen2.5-coder-1.5b.prom"
+CONFIG = FIX / "qwen2.5-coder-1.5b-instruct.config.json"
+
+
+def test_the_real_scrape_is_read_not_refused():
+    # values read from the scrape: vllm:num_preemptions_total 0.0; cache_config_info num_gpu_blocks="81767",
+    # block_size="16" → 81,767 × 16 = 1,308,272 token slots; vllm:gpu_cache_usage_perc 0.0 (its V0 name: the scrape
+    # has no kv_cache_usage_perc); running 0, waiting 0
+    out = run_cli("doctor", str(SCRAPE)).output
+    assert "a vLLM Prometheus /metrics scrape (model_name Qwen/Qwen2.5-Coder-1.5B-Instruct)" in out
+    assert "0 preemption(s) since the server started (vllm:num_preemptions_total, a counter)" in out
+    assert "81,767 blocks × 16 tokens = 1,308,272 token slots" in out
+    assert "engine 0.0% (vllm:gpu_cache_usage_perc" in out and "running 0, waiting 0" in out
+    assert "pass --model and --gpu" in out and "advice:" not in out  # nothing preempted: no remedy offered
+
+
+def test_the_pool_in_bytes_and_against_the_plan():
+    # Qwen2.5-Coder-1.5B: 28 layers × 2 KV heads × head_dim 128 (1536 ÷ 12 heads) × 2 (K and V) × 2 B (bf16) =
+    # 28,672 B per token; × 16 tokens = 458,752 B per block; × 81,767 blocks = 37,510,774,784 B = 34.93 GiB
+    d = cli_json("doctor", str(SCRAPE), "--model", str(CONFIG), "--gpu", "L40S", "--engine-version", "0.10.1")
+    pool = d["pool"]
+    assert (pool["num_gpu_blocks"], pool["block_size"], pool["token_slots"]) == (81767, 16, 1_308_272)
+    assert pool["bytes_per_block"] == 458_752 and pool["kv_bytes"] == 37_510_774_784
+    from kvledger.api import plan as api_plan  # the plan the comparison names: the ledger's for the scrape's settings
+
+    p = api_plan(str(CONFIG), "L40S", engine_version="0.10.1", gpu_memory_utilization=0.9, block_size=16)
+    blocks = p.plan.memory.num_gpu_blocks
+    assert pool["plan"]["num_gpu_blocks"] == blocks
+    assert pool["scrape_vs_plan_pct"] == round(100 * (81767 - blocks) / blocks, 1)
+    assert d["preemptions"] == {"count": 0, "triggered": False, "message": d["preemptions"]["message"]}
+
+
+def test_preemptions_counted_across_engines_with_the_advice(tmp_path):
+    # the same scrape as a DP-2 0.19 server would export it: vllm:num_preemptions_total per engine label (3 + 4 = 7
+    # summed), vllm:kv_cache_usage_perc (0.19's only usage name) per engine, kept apart
+    text = SCRAPE.read_text().replace("vllm:num_preemptions_total{model_name=",
+                                      'vllm:num_preemptions_total{engine="0",model_name=')
+    text = text.replace('engine="0",model_name="Qwen/Qwen2.5-Coder-1.5B-Instruct"} 0.0\n# HELP vllm:prompt',
+                        'engine="0",model_name="Qwen/Qwen2.5-Coder-1.5B-Instruct"} 3.0\n'
+                        'vllm:num_preemptions_total{engine="1",model_name="Qwen/Qwen2.5-Coder-1.5B-Instruct"} 4.0\n'
+                        'vllm:kv_cache_usage_perc{engine="0"} 0.97\nvllm:kv_cache_usage_perc{engine="1"} 0.5\n'
+                        '# HELP vllm:prompt')
+    f = tmp_path / "metrics.txt"
+    f.write_text(text)
+    d = cli_json("doctor", str(f))
+    assert d["preemptions"]["count"] == 7 and d["preemptions"]["triggered"]
+    assert d["kv_usage_metric"] == "vllm:kv_cache_usage_perc" and d["kv_usage_pct"] == {"0": 97.0, "1": 50.0}
+    out = run_cli("doctor", str(f)).output
+    assert "7 preemption(s) since the server started" in out and "KV blocks vLLM freed" in out
+    assert "advice: raise --gpu-memory-utilization, raise --tensor-parallel-size or lower --max-num-seqs" in out
