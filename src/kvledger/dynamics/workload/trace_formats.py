@@ -10,6 +10,8 @@ layout                  file   columns / keys (extra ones are ignored)
 ``vidur``               CSV    arrived_at (s), num_prefill_tokens, num_decode_tokens
 ``vidur-lengths``       CSV    num_prefill_tokens, num_decode_tokens (no arrival times)
 ``kvledger``            CSV    arrival_s, num_prompt_tokens, num_output_tokens [, client_id]
+``openai``              CSV    created (Unix s), prompt_tokens, completion_tokens (OpenAI usage object's names)
+``openai-lengths``      CSV    prompt_tokens, completion_tokens (no arrival times: --rate)
 ``burstgpt``            CSV    Timestamp (s), Request tokens, Response tokens (rows with 0 skipped: ``burstgpt.py``)
 ``mooncake``            JSONL  timestamp (ms), input_length, output_length [, hash_ids]
 ``kvledger``            JSONL  arrival_s, num_prompt_tokens, num_output_tokens [, prefix_segments, client_id]
@@ -33,7 +35,13 @@ import numpy as np
 
 from kvledger.dynamics.workload.burstgpt import read_burstgpt
 from kvledger.dynamics.workload.trace_arrow import MAX_TRACE_TOKENS, read_csv_fast, read_jsonl_fast
-from kvledger.dynamics.workload.trace_layouts import CSV_LAYOUTS, JSONL_LAYOUTS, JSONL_TIME_S, detect_layout
+from kvledger.dynamics.workload.trace_layouts import (
+    CSV_LAYOUTS,
+    JSONL_LAYOUTS,
+    JSONL_TIME_S,
+    detect_layout,
+    openai_time_column,
+)
 from kvledger.dynamics.workload.trace_times import azure_ns
 from kvledger.errors import FormatError, InputError
 
@@ -109,6 +117,8 @@ def _read_csv_rows(path: Path) -> ParsedTrace:
     with path.open(newline="", encoding="utf-8-sig") as f:
         reader = csv.DictReader(f)
         layout = detect_layout(set(reader.fieldnames or []), CSV_LAYOUTS, path, "CSV")
+        if layout == "openai-lengths":
+            openai_time_column(list(reader.fieldnames or []), path)
         if layout == "burstgpt":
             b = read_burstgpt(path)
             return ParsedTrace(layout, b.arrivals_s, b.prompt_tokens, b.output_tokens, None, _MOONCAKE_BLOCK_TOKENS,

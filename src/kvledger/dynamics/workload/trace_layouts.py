@@ -8,7 +8,7 @@ from kvledger.dynamics.workload.burstgpt import BURSTGPT_COLUMNS
 from kvledger.errors import FormatError
 from kvledger.outputs import LOG_RECORD
 
-__all__ = ["CSV_LAYOUTS", "JSONL_LAYOUTS", "JSONL_TIME_S", "detect_layout"]
+__all__ = ["CSV_LAYOUTS", "JSONL_LAYOUTS", "JSONL_TIME_S", "OPENAI_TIME_WORDS", "detect_layout", "openai_time_column"]
 
 CSV_LAYOUTS: dict[str, tuple[str, ...]] = {
     "azure": ("TIMESTAMP", "ContextTokens", "GeneratedTokens"),
@@ -16,7 +16,14 @@ CSV_LAYOUTS: dict[str, tuple[str, ...]] = {
     "kvledger": ("arrival_s", "num_prompt_tokens", "num_output_tokens"),
     "burstgpt": BURSTGPT_COLUMNS,
     "vidur-lengths": ("num_prefill_tokens", "num_decode_tokens"),
+    # a user's own request log with each response's OpenAI usage counts (the usage object's prompt_tokens,
+    # completion_tokens) and, where kept, the response's `created` (Unix seconds, the Chat Completion object's name)
+    "openai": ("created", "prompt_tokens", "completion_tokens"),
+    "openai-lengths": ("prompt_tokens", "completion_tokens"),
 }
+#: column names a user's request log may hold its times under, which the openai layouts do not read
+OPENAI_TIME_WORDS = ("timestamp", "time", "created_at", "arrival", "arrival_time", "arrival_s", "ts", "date",
+                     "datetime", "request_time", "start_time")
 JSONL_LAYOUTS: dict[str, tuple[str, ...]] = {
     "mooncake": ("timestamp", "input_length", "output_length"),
     "kvledger": ("arrival_s", "num_prompt_tokens", "num_output_tokens"),
@@ -48,3 +55,18 @@ def detect_layout(keys: set[str], layouts: dict[str, tuple[str, ...]], path: Pat
                       + ("its column names carry spaces around them (a header written 'arrival_s, num_prompt_tokens'"
                          "): write the names without, 'arrival_s,num_prompt_tokens'; " if padded else "")
                       + f"accepted layouts: {accepted}", "line 1")
+
+
+def openai_time_column(fields: list[str], path: Path) -> None:
+    """Refuse an openai-lengths CSV that holds its times under another name (``timestamp``, …): read as lengths only,
+    its times would be replaced by --rate's Poisson arrivals without a word.
+
+    Raises:
+        FormatError: names the column and the two ways on.
+    """
+    other = next((f for f in fields if f.strip().lower() in OPENAI_TIME_WORDS), None)
+    if other is not None:
+        raise FormatError(str(path), f"column {other!r} is not read: a CSV of OpenAI usage columns (prompt_tokens, "
+                          "completion_tokens) takes each request's arrival from a 'created' column, in Unix seconds "
+                          "as OpenAI's responses give it; rename the column to 'created' (its values as seconds), or "
+                          "drop it and give a rate (--rate R req/s, Poisson arrivals with --seed S)", "line 1")
