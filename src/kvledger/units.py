@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import math
 import re
-from fractions import Fraction
 
 from kvledger.errors import InputError
+from kvledger.token_counts import TOKEN_SUFFIXES, parse_tokens, token_suffix_note  # noqa: F401 - re-exported
 
 KiB = 2**10
 MiB = 2**20
@@ -154,60 +154,6 @@ def count_option(what: str, *, positive: bool = False):  # noqa: ANN201 - a type
         return value
 
     return parse
-
-
-#: the suffixes of a token count, as vLLM reads ``--max-model-len`` (from 0.8.4) and ``--max-num-batched-tokens``
-#: (from 0.9.1): ``human_readable_int`` (vllm/engine/arg_utils.py; vllm/utils/argparse_utils.py in later releases) —
-#: lowercase decimal, uppercase binary (t and T from the releases that added them; the older refuse both)
-TOKEN_SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-_SUFFIXED = re.compile(r"^\s*(\d+(?:\.\d+)?)([kmgtKMGT])\s*$")
-
-
-def parse_tokens(text: str | int, *, what: str = "tokens") -> int:
-    """Parse a token count as vLLM reads one (:data:`TOKEN_SUFFIXES`): ``"8192"``, ``"8_192"``, ``"8K"`` (= 8,192),
-    ``"8k"`` (= 8,000), ``"1M"`` (= 1,048,576), ``"1.5k"`` (= 1,500). Every token flag reads it, the engine's
-    (``--max-model-len``, ``--max-num-batched-tokens``) and kvledger's own (``--context``, ``--window`` …): one
-    vocabulary. As vLLM, a decimal before an uppercase suffix is refused ("1.5K"); unlike vLLM, which drops the
-    fraction, so is a count that is not whole ("1.0005k").
-
-    Raises:
-        InputError: unparseable, fractional or non-positive counts, or a suffix vLLM does not read (b, B).
-    """
-    m = _SUFFIXED.match(text) if isinstance(text, str) else None
-    if m is not None:
-        number, suffix = m.groups()
-        if suffix.isupper() and "." in number:
-            raise InputError(f"{what}: {text!r}: vLLM refuses a decimal with a binary suffix ({suffix} = "
-                             f"{TOKEN_SUFFIXES[suffix]:,}); write {number}{suffix.lower()} ({suffix.lower()} = "
-                             f"{TOKEN_SUFFIXES[suffix.lower()]:,}) or a whole number of {suffix}")
-        value = Fraction(number) * TOKEN_SUFFIXES[suffix]
-    else:
-        bare = isinstance(text, int) or not re.search(r"[A-Za-z]\s*$", str(text))
-        try:
-            value = Fraction(parse_count(text, what=what)) if bare else None
-        except InputError:
-            value = None
-        if value is None:
-            raise InputError(f"{what}: cannot read {text!r} as a token count; write e.g. 8192, 8K (= 8,192) or 8k "
-                             "(= 8,000): vLLM's suffixes, k m g t powers of 1,000 and K M G T powers of 1,024")
-    if value < 1 or value.denominator != 1:
-        raise InputError(f"{what}: {text!r} must be a whole, positive number of tokens")
-    return int(value)
-
-
-def token_suffix_note(text: str, *, what: str) -> str | None:
-    """The note a token count with a lowercase suffix earns ("--max-model-len 8k = 8,000 tokens …"), so that nobody
-    reads 8k as 8,192; None for any other text, or one :func:`parse_tokens` refuses (its error says why)."""
-    m = _SUFFIXED.match(text)
-    if m is None or not m.group(2).islower():
-        return None
-    try:
-        n = parse_tokens(text, what=what)
-    except InputError:
-        return None
-    low = m.group(2)
-    return (f"{what} {text.strip()} = {n:,} tokens (vLLM's rule: {low} = {TOKEN_SUFFIXES[low]:,}, {low.upper()} = "
-            f"{TOKEN_SUFFIXES[low.upper()]:,})")
 
 
 def parse_duration_s(text: str, *, what: str = "duration") -> float:

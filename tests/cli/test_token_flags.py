@@ -24,7 +24,9 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "kvledger"
     ("1m", 1_000_000), ("1M", 1_048_576), ("2g", 2_000_000_000), ("1G", 1_073_741_824),  # 10^6, 2^20, 2 × 10^9, 2^30
     ("25.6k", 25_600),  # vLLM's own docstring example: 25.6 × 1,000
     ("0.3k", 300),  # exact: 0.3 × 1,000 in floats is 300.00000000000006
-    ("8192", 8192), ("8_192", 8192), (" 8K ", 8192), (4096, 4096)])
+    ("8192", 8192), ("8_192", 8192), (" 8K ", 8192), (4096, 4096),
+    ("+32768", 32768)])  # no suffix: vLLM's int(value.strip()) (arg_utils.human_readable_int) takes a sign and '_'
+
 def test_token_counts_follow_vllm(text, tokens):
     assert parse_tokens(text) == tokens
 
@@ -33,7 +35,11 @@ def test_token_counts_follow_vllm(text, tokens):
     ("1.5K", "vLLM refuses a decimal with a binary suffix"),  # as vLLM's ArgumentTypeError: "Did you mean 1.5k"
     ("1B", "vLLM's suffixes"), ("8kb", "vLLM's suffixes"), ("8 K", "vLLM's suffixes"),  # no b/B; no space (fullmatch)
     ("1.0005k", "whole, positive"),  # 1,000.5 tokens: vLLM drops the half, kvledger refuses it
-    ("0", "whole, positive"), ("-1", "cannot read")])
+    ("0", "whole, positive"), ("-1", "whole, positive"),
+    # no suffix: vLLM's int("32768.0") raises, so argparse exits "invalid human_readable_int value: '32768.0'"
+    # (0.10.1 and 0.19.0 vllm/engine/arg_utils.py); int("1e4") and int("0x10") the same
+    ("32768.0", "invalid human_readable_int value: '32768.0'"), ("1e4", "invalid human_readable_int value: '1e4'"),
+    ("0x10", "invalid human_readable_int value")])
 def test_what_vllm_refuses_or_would_round_is_refused(text, words):
     with pytest.raises(InputError, match=re.escape(words)):
         parse_tokens(text, what="--max-model-len")

@@ -1,0 +1,77 @@
+"""Token counts as vLLM's argument parser reads them (``--max-model-len 32K``): the suffixes and the plain-int rule.
+Re-exported by ``kvledger.units``, which every flag parser imports."""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+from kvledger.errors import InputError
+
+__all__ = ["TOKEN_SUFFIXES", "parse_tokens", "token_suffix_note"]
+
+#: the suffixes of a token count, as vLLM reads ``--max-model-len`` (from 0.8.4) and ``--max-num-batched-tokens``
+#: (from 0.9.1): ``human_readable_int`` (vllm/engine/arg_utils.py; vllm/utils/argparse_utils.py in later releases) —
+#: lowercase decimal, uppercase binary (t and T from the releases that added them; the older refuse both)
+TOKEN_SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+_SUFFIXED = re.compile(r"^\s*(\d+(?:\.\d+)?)([kmgtKMGT])\s*$")
+
+
+def parse_tokens(text: str | int, *, what: str = "tokens") -> int:
+    """Parse a token count as vLLM reads one (:data:`TOKEN_SUFFIXES`): ``"8192"``, ``"8_192"``, ``"8K"`` (= 8,192),
+    ``"8k"`` (= 8,000), ``"1M"`` (= 1,048,576), ``"1.5k"`` (= 1,500). Every token flag reads it, the engine's
+    (``--max-model-len``, ``--max-num-batched-tokens``) and kvledger's own (``--context``, ``--window`` …): one
+    vocabulary. As vLLM, a count without a suffix must read as a Python int ("32768.0" and "1e4" are refused:
+    ``_plain_int``) and a decimal before an uppercase suffix is refused ("1.5K"); unlike vLLM, which drops the
+    fraction, so is a suffixed count that is not whole ("1.0005k").
+
+    Raises:
+        InputError: unparseable, fractional or non-positive counts, or a suffix vLLM does not read (b, B).
+    """
+    m = _SUFFIXED.match(text) if isinstance(text, str) else None
+    if m is not None:
+        number, suffix = m.groups()
+        if suffix.isupper() and "." in number:
+            raise InputError(f"{what}: {text!r}: vLLM refuses a decimal with a binary suffix ({suffix} = "
+                             f"{TOKEN_SUFFIXES[suffix]:,}); write {number}{suffix.lower()} ({suffix.lower()} = "
+                             f"{TOKEN_SUFFIXES[suffix.lower()]:,}) or a whole number of {suffix}")
+        value = Fraction(number) * TOKEN_SUFFIXES[suffix]
+    elif isinstance(text, int) and not isinstance(text, bool):
+        value = Fraction(text)
+    else:
+        value = _plain_int(str(text), what)
+    if value < 1 or value.denominator != 1:
+        raise InputError(f"{what}: {text!r} must be a whole, positive number of tokens")
+    return int(value)
+
+
+def _plain_int(text: str, what: str) -> Fraction:
+    """A count with no suffix, read as vLLM reads one: ``int(value.strip())`` (vllm/engine/arg_utils.py
+    ``human_readable_int``, 0.10.1 and 0.19.0, the type of --max-model-len and --max-num-batched-tokens): digits with
+    an optional sign and '_' between digits; "32768.0" or "1e4" make argparse exit ("invalid human_readable_int
+    value")."""
+    try:
+        return Fraction(int(text.strip()))
+    except ValueError:
+        pass
+    if re.search(r"[A-Za-z]\s*$", text) and not re.search(r"[eE][-+]?\d+\s*$", text):  # an unknown suffix
+        raise InputError(f"{what}: cannot read {text!r} as a token count; write e.g. 8192, 8K (= 8,192) or 8k "
+                         "(= 8,000): vLLM's suffixes, k m g t powers of 1,000 and K M G T powers of 1,024")
+    raise InputError(f"{what}: {text!r}: vLLM refuses it (`vllm serve` exits with \"invalid human_readable_int value: "
+                     f"{text.strip()!r}\"): a count without a suffix is read as a Python int, digits only, so no "
+                     "decimal point or exponent; write e.g. 32768, 32k (= 32,000) or 32K (= 32,768)")
+
+
+def token_suffix_note(text: str, *, what: str) -> str | None:
+    """The note a token count with a lowercase suffix earns ("--max-model-len 8k = 8,000 tokens …"), so that nobody
+    reads 8k as 8,192; None for any other text, or one :func:`parse_tokens` refuses (its error says why)."""
+    m = _SUFFIXED.match(text)
+    if m is None or not m.group(2).islower():
+        return None
+    try:
+        n = parse_tokens(text, what=what)
+    except InputError:
+        return None
+    low = m.group(2)
+    return (f"{what} {text.strip()} = {n:,} tokens (vLLM's rule: {low} = {TOKEN_SUFFIXES[low]:,}, {low.upper()} = "
+            f"{TOKEN_SUFFIXES[low.upper()]:,})")
