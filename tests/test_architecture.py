@@ -12,8 +12,8 @@ PKG = Path(__file__).resolve().parents[1] / "src" / "kvledger"
 # bottom to top; a module may import its own layer and the ones below it
 LAYERS = {"catalog": 1, "accounting": 2, "dynamics": 3, "evidence": 3, "ledgers": 4, "analyses": 5, "calibration": 5,
           "report": 6, "cli": 7, "api": 7}  # api: the Python API's calls, beside the CLI (both call analyses, report)
-BASE = {"records", "units", "token_counts", "errors", "ranges", "names", "strict_json", "record_columns", "invariants", "jsonable",
-        "outputs", "argtypes"}  # layer 0, top-level (outputs: file checks and atomic writes, issue 22)
+BASE = {"records", "units", "token_counts", "errors", "ranges", "names", "strict_json", "record_columns", "invariants",
+        "jsonable", "outputs", "argtypes"}  # layer 0, top-level (outputs: file checks and atomic writes, issue 22)
 SIBLINGS_APART = {("dynamics", "evidence"), ("evidence", "dynamics")}  # same layer, neither imports the other
 ENGINE_MAY_NOT_IMPORT = ("kvledger.dynamics.fast", "kvledger.dynamics.outputs", "kvledger.dynamics.workload")
 MAX_MODULE_LINES = 300
