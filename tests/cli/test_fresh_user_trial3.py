@@ -37,7 +37,8 @@ def test_context_sizes_read_suffixes_as_vllm_does():
     # 128k = 128 × 1,000 = 128,000 (until 2026-12 kvledger read it as 131,072, what vLLM does not); 1M = 2^20.
     assert (parse_tokens("8K"), parse_tokens("128k"), parse_tokens("1M")) == (8192, 128000, 1048576)
     assert parse_tokens("8_192") == 8192
-    with pytest.raises(InputError, match="whole, positive number of tokens"):
+    # no suffix: vLLM's int("0.5") raises, argparse exits "invalid human_readable_int value" (arg_utils.py)
+    with pytest.raises(InputError, match="invalid human_readable_int value: '0.5'"):
         parse_tokens("0.5")
 
 
