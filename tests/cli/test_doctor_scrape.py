@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cli_run import cli_json, run_cli
+from cli_run import cli_json, refused, run_cli
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "vllm_metrics"
 SCRAPE = FIX / "aibrix_qwen2.5-coder-1.5b.prom"
@@ -60,3 +60,10 @@ def test_preemptions_counted_across_engines_with_the_advice(tmp_path):
     out = run_cli("doctor", str(f)).output
     assert "7 preemption(s) since the server started" in out and "KV blocks vLLM freed" in out
     assert "advice: raise --gpu-memory-utilization, raise --tensor-parallel-size or lower --max-num-seqs" in out
+
+
+def test_another_engines_scrape_is_refused_by_name(tmp_path):
+    f = tmp_path / "sglang.txt"
+    f.write_text('# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs{tp_rank="0"} 4.0\n')
+    msg = refused("doctor", str(f))
+    assert "none of them vLLM's" in msg and "reads vLLM's metrics (vllm:…) only" in msg

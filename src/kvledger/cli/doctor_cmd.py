@@ -72,11 +72,18 @@ def _scrape(path: str, model: str | None, gpu: str | None, engine_version: str |
     from kvledger.evidence.prometheus_text import scrape_summary
 
     p = Path(path)
-    if path == "-" or not p.is_file():
+    try:  # a name too long, a file not readable: the log reader says so in its words
+        if path == "-" or not p.is_file():
+            return False
+        text = p.read_bytes()[:50_000].decode("utf-8", errors="replace")
+    except OSError:
         return False
-    text = p.read_bytes()[:50_000].decode("utf-8", errors="replace")
-    if not scrape_summary(text):
+    if not (summary := scrape_summary(text)):
         return False
+    if "none of them vLLM's" in summary:  # another engine's (sglang:…) or a plain exporter's metrics
+        from kvledger.errors import FormatError
+
+        raise FormatError(str(p), f"this is {summary}: kvledger doctor reads vLLM's metrics (vllm:…) only")
     from kvledger.analyses.doctor.scrape import diagnose_scrape
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
