@@ -71,6 +71,12 @@ class CostResult:
     report: Any = field(default=None, repr=False)
     capacity: Any = field(default=None, repr=False)
 
+    def __repr__(self) -> str:
+        """What a notebook cell shows for the result: the answer's first line (``headline[0]``: the verdict, both
+        monthly bills and the volume), not an empty ``CostResult()``."""
+        head = self.document.get("headline") or [""]
+        return f"CostResult({head[0]!r})"
+
     def to_dict(self) -> dict[str, Any]:
         return to_strict(self.document)  # a fresh copy, as --json writes it
 
