@@ -38,3 +38,15 @@ def test_the_figure_marks_the_volumes_row_and_says_so():
     f = cost_by_volume(data)
     assert ["2,500 (your volume)", "3", "17,228", "75,000"] in f.rows
     assert f.caption.endswith("Your volume, 2,500 requests a month, is the row marked.")
+
+
+def test_the_figures_marks_say_requests_not_a_bare_per_month():
+    # a head of engineering who typed 3B tokens a month read "break-even 6,900,808/month" as tokens: the marks carry
+    # the x axis's unit. Break-even: one whole 8-GPU instance, $17,228 a month, against $30 a request on the API:
+    # 17,228 ÷ 30 = 574.27 requests a month (each of its 8 replicas takes 1,000, so self-hosting stays cheaper above)
+    c = volume_curve({"break_even_volume": BV, "monthly": {"requests": 2_500.0}})
+    data = SimpleNamespace(curves={"volume": c}, cost={"inputs": {"api_price": "OpenAI:gpt-4.1"}})
+    ax = cost_by_volume(data).fig.axes[0]
+    assert c["break_even_requests_per_month"] == pytest.approx(17_228 / 30)
+    assert [t.get_text() for t in ax.texts] == ["break-even 574 requests/month"]
+    assert "your volume, 2,500 requests/month" in [t.get_text() for t in ax.get_legend().get_texts()]

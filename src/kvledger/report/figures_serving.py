@@ -80,12 +80,12 @@ def cost_by_volume(data: ReportData) -> Figure:
     ax.set_yscale("log")
     if c["break_even_requests_per_month"]:
         ax.axvline(c["break_even_requests_per_month"], color="grey", ls=":")
-        ax.annotate(f"break-even {c['break_even_requests_per_month']:,.0f}/month", (c["break_even_requests_per_month"],
-                                                                                    ax.get_ylim()[1]),
+        be = c["break_even_requests_per_month"]  # the x axis's unit in the label: a bare "/month" read as tokens
+        ax.annotate(f"break-even {be:,.0f} requests/month", (be, ax.get_ylim()[1]),
                     fontsize=7, xytext=(4, -12), textcoords="offset points")
     mine = c.get("volume_requests_per_month")  # the volume priced: its line, and its row in the table (marked)
     if mine:
-        ax.axvline(mine, color="#55a868", ls="--", lw=1, label=f"your volume, {mine:,.0f}/month")
+        ax.axvline(mine, color="#55a868", ls="--", lw=1, label=f"your volume, {mine:,.0f} requests/month")
     ax.set_xlabel("requests per month (offered)")
     ax.set_ylabel("USD per month")
     ax.legend(fontsize=7)
