@@ -38,6 +38,7 @@ from kvledger.ledgers.prefill_floor import PrefillFloor
 from kvledger.ledgers.report_core import SelfHostLedgers
 from kvledger.ledgers.same_model_note import same_model_cheaper_lines
 from kvledger.ledgers.self_host_month import bought_power, priced_as_bought
+from kvledger.ledgers.spare_note import spare_replica_lines
 from kvledger.ledgers.sticker import capacity_dict, sticker_prices
 from kvledger.ledgers.volume import refuse_utilization_with_volume, split_tokens, tokens_per_request
 from kvledger.records import RunRecords
@@ -195,6 +196,7 @@ def _headline(decision: Decision | None, b_vol: Any, setup: SelfHostSetup, prima
                     + (f" (rows serving it: {', '.join(others)})" if others else " (no catalog row serves this model)"))
         head += same_model_cheaper_lines(decision)  # the same open model as an API beats self-hosting it
     head += api_row_notes(primary, quantization)  # an FP8 API row against the plan's weights, a list price withdrawn
+    head += spare_replica_lines(decision, setup)  # one replica priced with no spare for failover
     return head, verdict
 
 
