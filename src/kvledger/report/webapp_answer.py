@@ -14,9 +14,9 @@ __all__ = ["answer_caveats", "headline_notes"]
 
 
 def headline_notes(headline: list[str]) -> list[str]:
-    """The cost headline's ``note:`` and ``WARNING:`` lines (after the answer), stripped, in the order cost prints
-    them."""
-    return [line.strip() for line in headline[1:] if line.strip().startswith(("note:", "WARNING:"))]
+    """The cost headline's ``note:``, ``not priced:`` (a one-replica bill's missing spare: ``ledgers/spare_note.py``)
+    and ``WARNING:`` lines (after the answer), stripped, in the order cost prints them."""
+    return [line.strip() for line in headline[1:] if line.strip().startswith(("note:", "not priced:", "WARNING:"))]
 
 
 def answer_caveats(cost: dict[str, Any]) -> dict[str, Any]:
