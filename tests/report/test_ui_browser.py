@@ -115,8 +115,10 @@ def test_ui_serving_panel_and_bad_input(server, browser):
     assert _card(browser, "api-output") == same["api_usd_per_mtok_output"]
     assert browser.find_element("id", "break-even").text == same["break_even"]
     assert browser.find_element("id", "rests-on").text == same["rests_on"] and same["rests_on"].startswith("Rests on: ")
-    assert len(same["notes"]) == 1 and "serves an FP8-quantized variant" in same["notes"][0]
-    assert browser.find_element("id", "answer-notes").text == same["notes"][0]
+    # and the one replica's missing spare (ledgers/spare_note.py), as cost prints it
+    assert len(same["notes"]) == 2 and "serves an FP8-quantized variant" in same["notes"][0]
+    assert same["notes"][1].startswith("not priced: a spare replica")
+    assert browser.find_element("id", "answer-notes").text == "\n".join(same["notes"])
     # a row of another model: cost's note beside the answer
     from selenium.webdriver.support.ui import Select
 
@@ -125,7 +127,7 @@ def test_ui_serving_panel_and_bad_input(server, browser):
     assert _wait_version(browser, v, 120) == "serving ready"
     other = direct("OpenAI:gpt-4.1")
     assert _card(browser, "api-output") == 8.0  # gpt-4.1 list price, USD per 1M output tokens, no batch or cache share
-    assert browser.find_element("id", "answer-notes").text == other["notes"][0]
+    assert browser.find_element("id", "answer-notes").text == "\n".join(other["notes"])
     assert other["notes"][0].startswith("note: OpenAI:gpt-4.1 is not the same model")
     # a bad SLO answers with the CLI's one-paragraph message, shown on the page
     slo = browser.find_element("id", "slo")

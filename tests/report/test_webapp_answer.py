@@ -50,16 +50,18 @@ def test_an_empty_api_field_compares_with_the_clis_default_row():
     assert web["headline"]["answer"] == cli["headline"][0]
     assert web["headline"]["answer"].startswith("answer: the API — $44.42/month on the API vs $")
     # the same model, so no "not the same model" note; DeepInfra's Turbo row serves FP8 weights, so the FP8 note
-    # (api_cost.quantized_row_note), as the CLI prints it
-    (fp8,) = web["headline"]["notes"]
+    # (api_cost.quantized_row_note), as the CLI prints it; then the one replica's missing spare (spare_note.py)
+    fp8, spare = web["headline"]["notes"]
+    assert spare.startswith("not priced: a spare replica — the bill is one replica")
     assert fp8.startswith("note: DeepInfra:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo serves an FP8-quantized variant")
     assert [line.strip() for line in cli["headline"] if line.strip().startswith("note:")][0].startswith(fp8[:80])
 
 
 def test_a_row_of_another_model_shows_costs_note():
     web, cli = _app(api="OpenAI:gpt-4.1"), _cli("--api", "OpenAI:gpt-4.1")
-    notes = [line.strip() for line in cli["headline"] if line.strip().startswith("note:")]
-    assert web["headline"]["notes"] == notes and len(notes) == 1
+    notes = [line.strip() for line in cli["headline"] if line.strip().startswith(("note:", "not priced:"))]
+    assert web["headline"]["notes"] == notes and len(notes) == 2  # the note, then the missing spare (spare_note.py)
+    assert notes[1].startswith("not priced: a spare replica — the bill is one replica")
     assert notes[0].startswith("note: OpenAI:gpt-4.1 is not the same model: compare quality separately (rows serving "
                                "it: ")
     assert web["headline"]["answer"] == cli["headline"][0]
