@@ -153,3 +153,13 @@ def test_data_parallel_size_prices_the_dp_ranks_as_the_command_does():
 def test_data_parallel_size_with_a_file_is_refused_as_the_command_refuses_it():
     with pytest.raises(InputError, match="applies to --simulate|applies to simulate"):
         kvledger.cost(LLMPERF, slo="ttft=500ms", gpu="H100", data_parallel_size=8)
+
+
+def test_a_volume_per_day_is_read_as_the_flag_reads_it():
+    # "10K/day" as --monthly-requests 10K/day: 10,000 × 730 h ÷ 24 = 304,166.67 requests a month, restated as typed
+    args = dict(slo="ttft=500ms,tpot=50ms", api="OpenAI:gpt-4.1", gpu="H100", gpu_provider="Nebius", num_gpus=4)
+    d = kvledger.cost(LLMPERF, monthly_requests="10K/day", **args).to_dict()["decision"]
+    assert d["requests_per_month"] == pytest.approx(304_166.667, rel=1e-6)
+    assert d["volume_how"].startswith("10,000 requests/day × 30.42 days = 304,167 requests/month; ")
+    with pytest.raises(InputError, match=r"monthly_tokens: '100M/week': cannot read the rate unit 'week'"):
+        kvledger.cost(LLMPERF, monthly_tokens="100M/week", **args)

@@ -378,6 +378,21 @@ def test_a_volume_typed_as_the_cli_takes_it_answers_for_that_volume(server, brow
     assert "for 1.5B tokens/month" in browser.find_element("id", "verdict").text
 
 
+def test_a_volume_typed_per_day_answers_for_its_month(server, browser):
+    # "100M/day" in the volume field (as `cost --monthly-tokens 100M/day`): 1e8 × (730 h ÷ 24 = 30.4167 days) =
+    # 3.0417e9 tokens a month, the figure priced, with the conversion restated in the verdict
+    browser.get(server + "/")
+    v = _wait_version(browser, 0) and int(browser.find_element("id", "status").get_attribute("data-version"))
+    for key, value in (("num_requests", "60"), ("monthly_tokens", "100M/day")):
+        field = browser.find_element("id", key)
+        field.clear()
+        field.send_keys(value)
+    browser.find_element("id", "run-serving").click()
+    assert _wait_version(browser, v, 120) == "serving ready"
+    verdict = browser.find_element("id", "verdict").text
+    assert "for 3.04B tokens/month (" in verdict and "100M tokens/day × 30.42 days = 3.04B tokens/month)" in verdict
+
+
 def test_the_kv_dtype_list_follows_the_engine_and_its_version(server, browser):
     # vLLM 0.33's CacheDType has bfloat16, not bf16; SGLang 0.5.23's choices have bf16 and bfloat16, 0.5.3's neither
     # (accounting.kv_dtype_choices): the list is refilled when the engine or the version changes, before the plan

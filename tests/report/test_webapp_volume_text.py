@@ -30,6 +30,16 @@ def test_a_volume_typed_with_the_clis_suffix_answers_as_its_number():
     assert "for 1.5B tokens/month (1.05B in, 450M out)" in split
 
 
+def test_a_volume_per_day_is_its_month_restated_in_the_answer():
+    # 100M/day: 1e8 × (730 h ÷ 24 = 30.4167 days) = 3.0417e9 tokens a month, the figure priced and its conversion
+    typed = _verdict(monthly_tokens="100M/day")
+    assert typed.replace("; 100M tokens/day × 30.42 days = 3.04B tokens/month", "") == _verdict(
+        monthly_tokens=1e8 * 730 / 24)
+    assert "for 3.04B tokens/month (" in typed and "; 100M tokens/day × 30.42 days = 3.04B tokens/month)" in typed
+    r = client.post("/api/serving", json={**SERVING, "monthly_tokens": "100M/week"})
+    assert r.status_code == 400 and "monthly_tokens '100M/week': cannot read the rate unit 'week'" in r.json()["error"]
+
+
 def test_a_volume_the_cli_refuses_is_the_fields_error():
     r = client.post("/api/serving", json={**SERVING, "monthly_tokens": "1.5G"})
     assert r.status_code == 400 and r.json()["error"] == (

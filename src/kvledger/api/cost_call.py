@@ -131,13 +131,13 @@ def _with_dp(args: Any, values: dict[str, Any]) -> Any:
 def _as_flags(values: dict[str, Any]) -> dict[str, Any]:
     """The values as the command parses its flags: a size, a price list or a token count as text, a monthly volume
     through the flag's own parser (3e9, "3B"; more than 0)."""
-    from kvledger.units import count_option
+    from kvledger.ledgers.volume_rate import volume_option
 
     out = {}
     for k, v in values.items():
         if v is not None and k in _TEXT:
             v = str(v)
         elif v is not None and k in _COUNTS:
-            v = count_option("--" + k.replace("_", "-"), positive=k in ("monthly_tokens", "monthly_requests"))(str(v))
+            v = volume_option("--" + k.replace("_", "-"), positive=k in ("monthly_tokens", "monthly_requests"))(str(v))
         out[k] = v
     return out

@@ -132,9 +132,10 @@ def _joined(v: Sequence[Any] | None) -> str | None:
 
 def _count(name: str, v: float | str | None) -> float | None:
     """A monthly volume through the flag's own parser (3e9, "3B"; more than 0 for --monthly-tokens)."""
-    from kvledger.units import count_option
+    from kvledger.ledgers.volume_rate import volume_option
 
-    return None if v is None else count_option("--" + name.replace("_", "-"), positive=name == "monthly_tokens")(str(v))
+    flag = "--" + name.replace("_", "-")
+    return None if v is None else volume_option(flag, positive=name == "monthly_tokens")(str(v))
 
 
 def _groups(v: dict[str, Any]) -> tuple[Any, ...]:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from kvledger.units import count_option
+from kvledger.ledgers.volume_rate import volume_option
 
 __all__ = ["ONE_GPU_PRICE_HELP"]
 
@@ -75,28 +75,29 @@ EngUsd = Annotated[
 MonthlyTokens = Annotated[
     float | None,
     typer.Option(
-        "--monthly-tokens", parser=count_option("--monthly-tokens", positive=True),
+        "--monthly-tokens", parser=volume_option("--monthly-tokens", positive=True),
         help="volume: tokens per month, input and output together (split as in the run); 3B, 3e9 or "
-        "3_000_000_000 (K, M, B, T: powers of 1000).",
+        "3_000_000_000 (K, M, B, T: powers of 1000), or a rate: 100M/day (× 30.42 days: 730 h ÷ 24), 4M/hour (× 730).",
         show_default=False,
     ),
 ]
 MonthlyRequests = Annotated[
     float | None,
-    typer.Option("--monthly-requests", parser=count_option("--monthly-requests", positive=True),
-                 help="volume: requests per month (3M, 3e6; K, M, B, T: powers of 1000).", show_default=False),
+    typer.Option("--monthly-requests", parser=volume_option("--monthly-requests", positive=True),
+                 help="volume: requests per month (3M, 3e6; K, M, B, T: powers of 1000; or 100K/day, 4K/hour).",
+                 show_default=False),
 ]
 MonthlyIn = Annotated[
     float | None,
     typer.Option(
-        "--monthly-input-tokens", parser=count_option("--monthly-input-tokens"),
-        help="volume: input tokens per month (with --monthly-output-tokens).",
+        "--monthly-input-tokens", parser=volume_option("--monthly-input-tokens"),
+        help="volume: input tokens per month (with --monthly-output-tokens; or a rate: 80M/day, 3M/hour).",
         show_default=False,
     ),
 ]
 MonthlyOut = Annotated[
     float | None,
-    typer.Option("--monthly-output-tokens", parser=count_option("--monthly-output-tokens"),
+    typer.Option("--monthly-output-tokens", parser=volume_option("--monthly-output-tokens"),
                  help="volume: output tokens per month.", show_default=False),
 ]
 

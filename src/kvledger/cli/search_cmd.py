@@ -27,7 +27,7 @@ from kvledger.cli.search_run import check_gpus, run_candidates
 from kvledger.cli.search_show import rank_of, show_command_of, show_ranked
 from kvledger.cli.search_status import answer_status, exit_with, no_plot, say_status
 from kvledger.cli.session_flags import SessionFlags
-from kvledger.units import count_option
+from kvledger.ledgers.volume_rate import volume_option
 
 __all__ = ["register"]
 
@@ -107,7 +107,7 @@ def search_command(
     rate: float | None = typer.Option(None, "--rate", help="target mean load, req/s: sizes replicas, GPUs and the "
                                                            "monthly bill", show_default=False),
     monthly_tokens: float | None = typer.Option(
-        None, "--monthly-tokens", parser=count_option("--monthly-tokens", positive=True),
+        None, "--monthly-tokens", parser=volume_option("--monthly-tokens", positive=True),
         help="target load as input + output tokens per month, e.g. 3B (K, M, B, T: powers of 1000); converted with "
              "the workload's mean tokens per request", show_default=False),
     volume: SearchVolumeFlags = SearchVolumeFlags(),

@@ -100,7 +100,7 @@ def verdict_lines(d: Any, bv: dict[str, Any], gpu_label: str, num_gpus: int) -> 
     return [
         f"answer: {verdict_words(d)} on the API vs {usd_text(sh)}/month self-hosted, for "
         f"{tokens_text(v.input_tokens + v.output_tokens)} tokens/month ({tokens_text(v.input_tokens)} in, "
-        f"{tokens_text(v.output_tokens)} out)",
+        f"{tokens_text(v.output_tokens)} out{'; ' + v.given if getattr(v, 'given', '') else ''})",
         f"  self-hosted: {_unit_words(d, num_gpus)} {how}{on_instances_words(d.packing) if how == 'rented' else ''}, "
         f"realized utilization {pct_text(d.realized_utilization)} (≤ {d.max_utilization:.0%} allowed"
         + (f" at a peak {v.peak_to_mean:g}× the mean" if v.peak_to_mean != 1 else "") + f"); {gpu_label}",

@@ -7,6 +7,8 @@ from dataclasses import dataclass, replace
 
 from kvledger.errors import InputError, show_number
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity
+from kvledger.ledgers.decision_notes import tokens_text
+from kvledger.ledgers.volume_rate import rate_words
 from kvledger.ranges import check_options, range_for
 
 __all__ = ["MonthlyVolume", "Volume", "resolve_volume", "refuse_utilization_with_volume",
@@ -38,6 +40,7 @@ class Volume:
     how: str
     peak_to_mean: float = 1.0
     split: bool = False  # input and output tokens both given: the user's own split, not the run's mix
+    given: str = ""  # a volume typed per day or hour, restated as the month priced (``volume_rate.rate_words``)
 
     @property
     def rate_req_per_s(self) -> float:
@@ -130,7 +133,8 @@ def resolve_volume(vol: MonthlyVolume, cap: Capacity) -> Volume:
             reqs * i,
             reqs * o,
             f"tokens per month given; split {i / (i + o):.0%} input / {o / (i + o):.0%} output as in the run's "
-            f"requests ({mix}: mean {i:,.0f} in / {o:,.0f} out tokens)",
+            f"requests ({mix}: mean {i:,.0f} in / {o:,.0f} out tokens); for your own split give "
+            "--monthly-input-tokens and --monthly-output-tokens instead",
         )
     else:
         v = _split_volume(vol, i, o)
@@ -138,7 +142,17 @@ def resolve_volume(vol: MonthlyVolume, cap: Capacity) -> Volume:
         raise InputError("a monthly volume must be a finite number ≥ 0")
     _check_caps(kinds[0], v, _per_request_words(vol, i, o))
     check_options("cost", {"peak_to_mean": vol.peak_to_mean})  # [1, 100]: the busiest hour's rate ÷ the month's mean
-    return replace(v, peak_to_mean=vol.peak_to_mean)
+    given = _given_words(vol)
+    how = f"{given}; {v.how}" if given else v.how
+    return replace(v, peak_to_mean=vol.peak_to_mean, given=given, how=how)
+
+
+def _given_words(vol: MonthlyVolume) -> str:
+    """The volumes typed per day or hour, each restated as the monthly figure priced (``volume_rate.rate_words``)."""
+    words = [rate_words(vol.requests, "requests", tokens_text), rate_words(vol.tokens, "tokens", tokens_text),
+             rate_words(vol.input_tokens, "input tokens", tokens_text),
+             rate_words(vol.output_tokens, "output tokens", tokens_text)]
+    return "; ".join(w for w in words if w)
 
 
 def _split_volume(vol: MonthlyVolume, i: float, o: float) -> Volume:

@@ -79,8 +79,8 @@ def check_serving_numbers(tp: int, utilization: float | None, num_requests: int,
     ``cost --monthly-tokens``'s own parser (a volume of 0 or less prices nothing), the others in ``kvledger cost
     --simulate``'s ranges (``engine``: the engine settings' numbers, gpu_memory_utilization and max_num_seqs, by
     name). Raises InputError: one out of range, in the CLI's words."""
+    from kvledger.ledgers.volume_rate import volume_option as count_option
     from kvledger.ranges import check_options, range_for
-    from kvledger.units import count_option
 
     range_for("ui", "num_requests").check("requests per simulation", num_requests)
     if monthly_tokens is not None:
@@ -98,8 +98,8 @@ def check_traffic(traffic: dict[str, Any], monthly_tokens: float | None) -> None
     ``monthly_tokens``, a peak only with a volume to size for. Raises InputError naming the field."""
     from kvledger.errors import InputError
     from kvledger.ledgers.host_bill import people_cost
+    from kvledger.ledgers.volume_rate import volume_option as count_option
     from kvledger.ranges import check_options
-    from kvledger.units import count_option
 
     people = ("engineer_months_per_month", "engineer_usd_per_month")  # checked by cost's people_cost, its messages
     people_cost(traffic.get("team_capability", DEFAULT_TEAM_CAPABILITY), *(traffic.get(k) for k in people))
@@ -207,16 +207,17 @@ class ServingRequest(DeploymentRequest):
     engineer_usd_per_month: float | None = None
     client_latency: str | None = _text(None)
 
-    @field_validator("monthly_tokens", "monthly_input_tokens", "monthly_output_tokens", mode="before")
+    @field_validator("monthly_tokens", "monthly_input_tokens", "monthly_output_tokens", mode="wrap")
     @classmethod
-    def _volume(cls, v: Any, info: Any) -> Any:
+    def _volume(cls, v: Any, handler: Any, info: Any) -> Any:
         """A volume as ``cost --monthly-tokens`` takes it: a JSON number, or text read by the CLI's own parser
-        (``"1.5B"`` = 1.5 × 10⁹: K, M, B, T powers of 1000; ``"3e8"``), refused as this field's error; a boolean is
-        refused by the strict float."""
+        (``"1.5B"`` = 1.5 × 10⁹: K, M, B, T powers of 1000; ``"3e8"``; ``"100M/day"`` a rate, kept as typed so the
+        answer restates it: a wrap validator, since the strict float would make it a plain one), refused as this
+        field's error; a boolean is refused by the strict float."""
         if not isinstance(v, str):
-            return v
+            return handler(v)
         from kvledger.errors import InputError
-        from kvledger.units import count_option
+        from kvledger.ledgers.volume_rate import volume_option as count_option
 
         try:
             return count_option(info.field_name, positive=True)(v)

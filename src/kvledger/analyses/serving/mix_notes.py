@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from kvledger.analyses.serving.prefix_ids import has_prefix_ids
+from kvledger.dynamics.workload.columns import WorkloadColumns
 
 __all__ = ["mix_notes", "mix_caveats", "LIKE_FOR_LIKE", "drop_batch_words"]
 
@@ -47,10 +48,55 @@ def mix_caveats(mix: Any, sim: Any) -> list[str]:
         api = (f"{mix.cache_hit_rate:.0%} cached (--cache-hit-rate)" if mix.cache_hit_rate > 0
                else "priced uncached (no --cache-hit-rate)")
         out.append(f"API input {api} against a self-hosted run that reused {reused:.0%} of its prompt tokens: "
-                   "not like for like")
+                   f"not like for like — {_like_for_like_fix(mix.cache_hit_rate, reused, sim)}")
     if mix.batch_share > 0:
         out.append(f"API {mix.batch_share:.0%} at batch prices (--batch-share), the self-hosted side all at the SLO")
     return out
+
+
+def _like_for_like_fix(hit: float, reused: float, sim: Any) -> str:
+    """The flag that brings the two sides together: an API caching more than the run reused, on a workload with no
+    prefix ids of its own, gets ``--shared-prefix-tokens N`` with the smallest N whose shared share reaches the API's
+    (``_shared_share``); otherwise ``--cache-hit-rate`` at the run's own reuse."""
+    cfg, info = sim.setup.config, sim.setup.workload_info
+    at_reuse = f"--cache-hit-rate {reused:.2f} prices the API at the run's own reuse"
+    own_ids = has_prefix_ids(sim.setup.workload) and info.get("shared_prefix_tokens") is None
+    if hit <= reused or own_ids or not cfg.enable_prefix_caching:
+        return at_reuse
+    lengths = _prompt_lengths(sim.setup.workload)
+    if lengths is None or not len(lengths):
+        return at_reuse
+    block = 1 if cfg.prefix_caching_policy == "sglang" else cfg.block_size  # radix: tokens; vLLM: full blocks
+    n, share = _shared_prefix_for(hit, lengths, block)
+    if share < hit:
+        return (f"no one shared system prompt reaches {hit:.0%} of these prompts' tokens (at most {share:.0%}, with "
+                f"--shared-prefix-tokens {n:,}), so {at_reuse}")
+    return (f"--shared-prefix-tokens {n:,} shares {share:.0%} of the workload's prompt tokens (N × the prompts of "
+            f"at least N tokens ÷ all prompt tokens) to match, or {at_reuse}")
+
+
+def _shared_prefix_for(hit: float, lengths: Any, block: int) -> tuple[int, float]:
+    """(N, share): the smallest block-aligned N whose system prompt shares ≥ ``hit`` of the prompt tokens, or the N
+    sharing the most where none does. A prompt of p ≥ N tokens shares ⌊N/B⌋·B of them and a shorter one none
+    (``dynamics.workload.shared_prefix``), so share(N) = ⌊N/B⌋·B × #(p ≥ N) ÷ Σp."""
+    import numpy as np
+
+    p = np.sort(np.asarray(lengths, dtype=np.int64))
+    ns = np.arange(block, int(p[-1]) + 1, block, dtype=np.int64)
+    if not len(ns):
+        return block, 0.0
+    shares = ns * (len(p) - np.searchsorted(p, ns, side="left")) / float(p.sum())
+    reach = np.nonzero(shares >= hit)[0]
+    k = int(reach[0]) if len(reach) else int(np.argmax(shares))
+    return int(ns[k]), float(shares[k])
+
+
+def _prompt_lengths(workload: Any) -> Any:
+    """The workload's prompt lengths, tokens (its request specs or columns); None for a closed loop's own."""
+    specs = workload.requests if hasattr(workload, "requests") else workload
+    if isinstance(specs, WorkloadColumns):
+        return specs.num_prompt_tokens
+    return [spec.num_prompt_tokens for spec in specs]
 
 
 def _reused(sim: Any) -> float | None:
