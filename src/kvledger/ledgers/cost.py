@@ -44,6 +44,7 @@ from kvledger.ledgers.goodput import GoodputResult
 from kvledger.ledgers.instances import GpuRate, Packing, idle_item
 from kvledger.ledgers.items import Ledger, LineItem
 from kvledger.ledgers.load_share import LoadShare, run_seed
+from kvledger.ledgers.month import HOURS_PER_MONTH
 from kvledger.ledgers.prefill_floor import PrefillFloor
 from kvledger.ledgers.prefill_share import measured_prefill_share
 from kvledger.ledgers.sustained_rate import at_attainment
@@ -52,8 +53,6 @@ from kvledger.ranges import check_options
 from kvledger.records import RunRecords
 
 __all__ = ["HOURS_PER_MONTH", "GpuRate", "SelfHostSetup", "Capacity", "capacity_from", "self_host_unit_ledgers"]
-
-HOURS_PER_MONTH = 730.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from importlib import resources
 
 from kvledger.errors import InputError
 from kvledger.ledgers.items import LineItem
+from kvledger.ledgers.month import HOURS_PER_MONTH
 from kvledger.ranges import check_options
 
 __all__ = [
@@ -38,7 +39,6 @@ __all__ = [
     "default_people_cost",
 ]
 
-HOURS_PER_MONTH = 730.0
 DEFAULT_PUE = 1.3
 PUE_SOURCE = "kvledger default assumption: PUE 1.3, a typical colocation facility (hyperscale sites report ~1.1); --pue"
 DEFAULT_USD_PER_KWH = 0.12

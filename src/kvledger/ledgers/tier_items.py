@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 from kvledger.errors import InputError
 from kvledger.ledgers.items import LineItem
+from kvledger.ledgers.month import HOURS_PER_MONTH
 
 __all__ = ["TierRate", "KvTierBill", "tier_items", "tier_usd_per_month", "TIER_KINDS"]
 
-HOURS_PER_MONTH = 730.0
 TIER_KINDS = {"host": ("host memory for the KV tier", "--host-memory-usd-per-gib-month"),
               "nvme": ("NVMe for the KV tier", "--nvme-usd-per-gib-month")}
 """Tier kind → (line-item name, the flag that prices it)."""
