@@ -31,7 +31,7 @@ from kvledger.ranges import ATTAINMENT_TARGET
 from kvledger.records import RunRecords
 
 __all__ = ["AXES", "BoundaryPoint", "BoundaryResult", "axis_value", "boundary_from_sweep", "search_boundary",
-           "unsustained_note"]
+           "unsustained_note", "missed_words", "IDLE_STEP_WORDS"]
 
 AXES = {"request_rate": "offered request rate, req/s", "concurrency": "client concurrency limit, requests",
         "max_num_seqs": "engine max_num_seqs (from the run's metadata, e.g. vLLM --metadata max_num_seqs=256)"}
@@ -259,18 +259,23 @@ def search_boundary(run_at: Callable[[float], RunRecords | AggregateRun], slo: S
 _LOAD_AXES = ("request_rate", "rate", "concurrency")  # axes whose lowest value is the lightest load
 
 
-def missed_words(res: Any, slo: SLO) -> str:
+IDLE_STEP_WORDS = (": with the engine nearly idle the step time itself is over the limit, so no lower load meets it (a "
+                   "faster GPU, a higher TP or a looser limit would)")
+"""Why an almost idle run misses, where nothing tells another cause (``missed_words``): one string, so an analysis that
+knows the cause (``kvledger.analyses.serving.itl_budget.idle_cause``) replaces exactly it."""
+
+
+def missed_words(res: Any, slo: SLO, cause: str | None = None) -> str:
     """What the requests of an (almost idle) run missed, by limit: ``"; there 812 of 812 completed requests missed
-    tpot ≤ 50 ms"`` — where every load misses, the step time itself is over the limit (a faster GPU, a higher TP or a
-    looser limit is the way out, not less load); "" without counts."""
+    tpot ≤ 50 ms"`` and why (``cause``; by default ``IDLE_STEP_WORDS``: where every load misses, the step time itself is
+    over the limit, and a faster GPU, a higher TP or a looser limit is the way out, not less load); "" without
+    counts."""
     missed = {m: k for m, k in (getattr(res, "num_missed", None) or {}).items() if k}
     if not missed or not res.num_completed:
         return ""
     limits = dict(slo.constraints())
     parts = [f"{k:,} missed {m} ≤ {limits[m] * 1e3:,.0f} ms" for m, k in missed.items() if m in limits]
-    return (f"; there, of {res.num_completed:,} completed requests, " + ", ".join(parts)
-            + ": with the engine nearly idle the step time itself is over the limit, so no lower load meets it (a "
-              "faster GPU, a higher TP or a looser limit would)")
+    return f"; there, of {res.num_completed:,} completed requests, " + ", ".join(parts) + (cause or IDLE_STEP_WORDS)
 
 
 def _check_target(target: float) -> None:

@@ -15,13 +15,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from kvledger.accounting.stepcost import StepShape
 from kvledger.analyses.serving.notes import ITL_BUDGET
+from kvledger.ledgers.boundary import IDLE_STEP_WORDS
 from kvledger.ledgers.columns import columns_from
 from kvledger.units import fmt_duration
 
 __all__ = ["MIN_BUDGET", "chunk_step_s", "itl_budget_note", "itl_budget_words", "ItlBudget", "itl_budget",
-           "itl_budget_at_lightest", "lightest_probe", "itl_unreachable"]
+           "itl_budget_at_lightest", "lightest_probe", "itl_unreachable", "idle_cause", "retell_idle_note"]
 
 MIN_BUDGET = 256
 """The smallest budget the warning proposes (halving from the one simulated), tokens: a threshold of this check."""
@@ -44,7 +47,9 @@ class ItlBudget:
     """The token-budget analysis of one run whose requests missed an ITL limit (``itl_budget``): ``missed`` of its
     ``num_requests`` missed ``itl_key`` ≤ ``limit_s``; a step carrying a prefill chunk of up to ``budget`` tokens (of
     the ``longest`` prompt) takes ``step_s``; ``fits``: the largest halving of the budget whose such step,
-    ``fits_step_s``, is under the limit (None: none down to ``MIN_BUDGET``); ``max_num_seqs``: the run's."""
+    ``fits_step_s``, is under the limit (None: none down to ``MIN_BUDGET``); ``max_num_seqs``: the run's;
+    ``decode_step_s``: a step of one decode of the ``longest`` context alone, the step time at batch 1 (None: not
+    priced)."""
 
     missed: int
     num_requests: int
@@ -56,6 +61,7 @@ class ItlBudget:
     fits: int | None
     fits_step_s: float | None
     max_num_seqs: int
+    decode_step_s: float | None = None
 
     def blocks(self, target: float) -> bool:
         """Whether the ITL misses alone keep the run's attainment (good ÷ all requests) below ``target``: at most
@@ -135,6 +141,34 @@ def itl_unreachable(sb: Any, slo: Any, target: float) -> str | None:
             f"{found.fix()}")
 
 
+def idle_cause(sb: Any, slo: Any) -> str | None:
+    """Why the lightest load probed by ``sb`` still misses, where the token budget is the cause: words that replace
+    ``boundary.IDLE_STEP_WORDS`` ("the step time itself is over the limit"), which are wrong there. The budget is the
+    cause where ``itl_budget_at_lightest`` finds a full-chunk step over the ITL limit, ITL is the only limit missed, and
+    the step at batch 1 (one decode of the longest context, ``ItlBudget.decode_step_s``) is under it; the misses stay
+    at that load through arrivals the trace gives one time (scaling the rate keeps them together), counted from the
+    run's own arrivals. None otherwise: the old words stand (a step at batch 1 over the limit, another limit missed)."""
+    found, low = itl_budget_at_lightest(sb, slo), lightest_probe(sb)
+    if (found is None or found.decode_step_s is None or found.decode_step_s > found.limit_s
+            or {m for m, k in low[1].num_missed.items() if k} != {"itl"}):
+        return None
+    gaps = np.diff(np.sort(columns_from(sb.first_run.run).arrival_s))
+    ties = int(np.count_nonzero(gaps == 0))
+    why = (f"{ties:,} of the {gaps.size:,} arrival gaps are 0, requests the trace gives one time, which arrive "
+           "together at any rate" if ties else "requests still overlap")
+    return (f": the step time at batch 1 is under the limit (one decode of the longest context, "
+            f"{fmt_duration(found.decode_step_s)}), but {found.step_words()}, and every request decoding in it waits "
+            f"that long; {why}, so no lower load meets it: {found.fix()}")
+
+
+def retell_idle_note(sb: Any, slo: Any) -> None:
+    """Where the token budget is why the lightest load misses (``idle_cause``), the boundary search's note says so in
+    place of ``boundary.IDLE_STEP_WORDS``; its other notes are kept as they are."""
+    cause = idle_cause(sb, slo)
+    if cause is not None:
+        sb.boundary.notes = [n.replace(IDLE_STEP_WORDS, cause) for n in sb.boundary.notes]
+
+
 def itl_budget_words(run: Any, slo: Any, missed: int, where: str) -> str | None:
     """The warning for the simulated run ``run`` in which ``missed`` requests missed the ITL limit (``itl_budget``);
     ``where``: which run, in words; None where it does not apply."""
@@ -160,7 +194,8 @@ def itl_budget(run: Any, slo: Any, missed: int, num_requests: int) -> ItlBudget 
         return None
     fits = next((b for b in _halvings(budget) if b <= longest and chunk_step_s(cost, b, longest) <= limit), None)
     return ItlBudget(missed, num_requests, slo.itl_key, limit, budget, longest, step, fits,
-                     None if fits is None else chunk_step_s(cost, fits, longest), cfg.max_num_seqs)
+                     None if fits is None else chunk_step_s(cost, fits, longest), cfg.max_num_seqs,
+                     cost.step_time_s(StepShape(num_decode_seqs=1, decode_kv_tokens=longest)))
 
 
 def _halvings(budget: int) -> list[int]:

@@ -2,11 +2,11 @@
 meets a target.
 
 DistServe's goodput (Zhong et al., OSDI 2024 §2): the highest load served with at least a target share of requests
-meeting every SLO. Each probe is one deterministic simulation
-(:func:`kvledger.analyses.serving.sim_ledgers.simulate_run`, same seed and workload at every load), so the answer is
-reproducible. When the user gives no bracket, one is found by doubling (or halving) from 1 req/s, 1 user, and for
-``max_num_seqs`` the bracket is [1, the engine default]; then ``kvledger.ledgers.boundary.search_boundary`` bisects it.
-Like that function, this assumes attainment does not rise with load, and says when a probe shows it does.
+meeting every SLO. Each probe is one deterministic simulation (``sim_ledgers.simulate_run``, same seed and workload
+at every load), so the answer is reproducible. When the user gives no bracket, one is found by doubling (or halving)
+from 1 req/s, 1 user, and for ``max_num_seqs`` the bracket is [1, the engine default]; then
+``kvledger.ledgers.boundary.search_boundary`` bisects it. Like that function, this assumes attainment does not rise
+with load, and says when a probe shows it does.
 
 The boundary is a load the engine *sustains*: an open-loop probe whose queue kept growing to its last arrival past
 what the trace's own bursts explain (``kvledger.analyses.serving.queue_growth.probe_queue_grew``), or too short to show
@@ -25,7 +25,7 @@ from typing import Any
 from kvledger.analyses.serving.attainment_ceiling import AttainmentCeiling, attainment_ceiling
 from kvledger.analyses.serving.capacity_bands import CapacityBand
 from kvledger.analyses.serving.idle_edge import IdleEdge, check_idle_edge
-from kvledger.analyses.serving.itl_budget import itl_budget_note
+from kvledger.analyses.serving.itl_budget import itl_budget_note, retell_idle_note
 from kvledger.analyses.serving.probe_length import short_notes
 from kvledger.analyses.serving.queue_growth import QUEUE_CHECK
 from kvledger.analyses.serving.rejections import Rejections, count_rejections
@@ -246,9 +246,9 @@ def _limits(sb: SimBoundary, target: float, slo: SLO) -> None:
     target the lightest load probed barely meets (``attainment_ceiling``), an ITL limit a full chunk's step passes."""
     sb.rejections = count_rejections(sb.first_run.setup)
     sb.attainment_ceiling = attainment_ceiling(sb)
-    ceiling = sb.attainment_ceiling.note if sb.attainment_ceiling is not None else None
     rejected = sb.rejections.text(target) if sb.rejections is not None else None
-    sb.notes += [n for n in (rejected, ceiling, itl_budget_note(sb, slo)) if n is not None]
+    sb.notes += [n for n in (rejected, getattr(sb.attainment_ceiling, "note", None), itl_budget_note(sb, slo)) if n]
+    retell_idle_note(sb, slo)  # the "no bisection" note's cause, where the token budget is it
 
 
 def _probe(order: int, value: float, p: SimProber) -> SimProbe:

@@ -19,6 +19,7 @@ from functools import partial
 from typing import Any, ClassVar
 
 from kvledger.analyses.serving.capacity_bands import capacity_band
+from kvledger.analyses.serving.itl_budget import idle_cause
 from kvledger.analyses.serving.notes import ATTAINMENT_CEILING, ITL_BUDGET
 from kvledger.analyses.serving.queue_growth import boundary_steadiness
 from kvledger.analyses.serving.rejections import no_capacity_error
@@ -237,7 +238,7 @@ def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARG
     if b is None or sb.boundary_run is None or sb.goodput_at_boundary_req_per_s is None:  # no capacity: exit 1
         lowest = min(zip(sb.probes, sb.goodputs), key=lambda pg: pg[0].value)
         raise no_capacity_error(sb.rejections, lowest[0].value, target, slo.describe(), sb.idle_edge,
-                                missed_words(lowest[1], slo))
+                                missed_words(lowest[1], slo, idle_cause(sb, slo)))
     at = next(g for g, p in zip(sb.goodputs, sb.probes) if p.value == b)
     cap = SimCapacity(sb.boundary_run, sb, float(b), at.attainment, sb.goodput_at_boundary_req_per_s)
     cap.bound_req_per_s = capacity_bound_req_per_s(args, synthetic, target)
