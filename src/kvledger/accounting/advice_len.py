@@ -13,7 +13,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kvledger.accounting.advice_types import Option
-from kvledger.accounting.vllm_override_check import OVERRIDE_IN_CHECK_FROM, check_ignores_override
+from kvledger.accounting.vllm_override_check import (
+    NULL_BLOCK_CHECK_FROM,
+    OVERRIDE_IN_CHECK_FROM,
+    check_ignores_override,
+)
 from kvledger.accounting.vllm_rules import version_tuple
 from kvledger.units import GiB
 
@@ -24,8 +28,6 @@ __all__ = ["NULL_BLOCK_CHECK_FROM", "OVERRIDE_IN_CHECK_FROM", "blocks_at", "chec
            "estimate_len", "estimate_len_low", "low_usable_blocks", "max_len_option", "null_block_clause",
            "low_len_clause", "printed_estimate"]
 
-NULL_BLOCK_CHECK_FROM = (0, 29, 0)
-"""First vLLM release whose start-up check reserves the block pool's null block (the module docstring)."""
 
 
 def check_blocks(m: Any) -> int:

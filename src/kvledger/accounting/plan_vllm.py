@@ -21,6 +21,7 @@ from kvledger.accounting.max_model_len import long_len_notes, resolve_max_model_
 from kvledger.accounting.memory import Deduction, MemoryPlan, floor_div
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.topology import nodes_within_dp
+from kvledger.accounting.vllm_auto_len import auto_max_model_len
 from kvledger.accounting.vllm_block_choice import dsv4_reservation_note, mamba_rule, vllm_block_size
 from kvledger.accounting.vllm_collectives import non_torch_term
 from kvledger.accounting.vllm_flag_terms import executor_note
@@ -238,6 +239,7 @@ def _pool(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, b: _Budget, stag
     n = 1 if no_groups else s.num_gpu_blocks_override or bind.blocks
     v0 = R.era(ver) == "v0"
     F, fsrc = sliding_inflight_tokens(ver, b.mnbt, s.pp, b.v2_runner)
+    L = auto_max_model_len(s, ver, layout, (n, max(0, bind.blocks)), F, L, notes)  # --max-model-len auto: vLLM's fit
     notes += _pool_notes(s, ver, bind, n, b.seqs, kv_free, (F, fsrc))
     Rl = layout.blocks_per_request(L, F)
     if b.dsv4:

@@ -2,10 +2,9 @@
 
 The settings are a frozen dataclass whose values are checked as they are made. A value of the exact type its field
 declares, within the field's bounds (:data:`BOUNDS`), is taken as it is; any other value (a string for a number, an
-int for a float, a list for the contexts, an unknown name, something out of bounds) goes through the pydantic model
-of the same fields (:func:`_model`), which converts it as pydantic does or raises its ``ValidationError``.
-So pydantic is imported only for such values (``kvledger simulate`` never imports it on a plain command line: tens
-of ms of start-up, docs/performance.md §2.6), and each value means and fails what it did under the pydantic model."""
+int for a float, a list for the contexts, an unknown name, something out of bounds) goes through the pydantic model of
+the same fields (:func:`_model`), which converts it or raises its ``ValidationError``. So pydantic is imported only for
+such values (never by ``kvledger simulate`` on a plain command line: tens of ms of start-up), each meaning the same."""
 
 from __future__ import annotations
 
@@ -46,7 +45,7 @@ _NOT_DUMPED = ("trtllm_backend", "trtllm_logits_dtype", "model_runner", "allow_l
 #: fields left out of both while None (not given) or False (off): the JSON of settings made before them is unchanged
 _OPTIONAL = ("allreduce_link_share", "max_cudagraph_capture_size", "enable_expert_parallel", "data_parallel_size",
              "enable_dp_attention", "max_total_tokens", "disable_prefill_cuda_graph", "inter_node_link_bytes_per_s",
-             "enable_hierarchical_cache", "all2all_backend")
+             "enable_hierarchical_cache", "all2all_backend", "auto_max_model_len")
 
 
 @json_fields(exclude=_NOT_DUMPED, read={"enable_expert_parallel": "expert_parallel_given"})
@@ -62,8 +61,8 @@ class PlanSettings:
         data_parallel_size, enable_dp_attention: vLLM's --data-parallel-size, SGLang's --dp-size with
             --enable-dp-attention (dp_attention.py); None: data parallel 1, off. all2all_backend: vLLM's
             --all2all-backend (VLLM_ALL2ALL_BACKEND before 0.11.1; vllm_all2all.py), None: the version's default.
-        max_model_len: tokens; None = derived from the config.
-        contexts: context lengths to report concurrency at, tokens.
+        max_model_len: tokens; None = derived from the config (auto_max_model_len: vLLM's -1/auto, then lowered to
+            fit the KV pool, vllm_auto_len.py). contexts: context lengths to report concurrency at, tokens.
         gpu_memory_utilization: vLLM fraction of the device total. mem_fraction_static: SGLang.
         free_gpu_memory_fraction: TensorRT-LLM fraction of free memory after load. trtllm_backend: TensorRT-LLM's
             runtime, "pytorch" or "tensorrt" (0.17–0.21 ship both); None = by version (PyTorch from 1.0).
@@ -154,6 +153,7 @@ class PlanSettings:
     model_runner: Literal["auto", "v1", "v2"] = "auto"
     mxfp4_backend: Literal["auto", "marlin", "triton", "flashinfer_trtllm", "flashinfer_cutlass"] = "auto"
     allow_long_max_model_len: bool = False  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; not dumped: max_model_len's source says
+    auto_max_model_len: bool | None = None
     __json_optional__ = _OPTIONAL  # kvledger.jsonable: these keys are left out while None
 
     def __post_init__(self) -> None:

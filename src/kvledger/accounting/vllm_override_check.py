@@ -14,7 +14,11 @@ every release (``_report_kv_cache_config`` reads ``kv_cache_config.num_blocks``)
 
 from __future__ import annotations
 
-__all__ = ["OVERRIDE_IN_CHECK_FROM", "check_ignores_override"]
+__all__ = ["OVERRIDE_IN_CHECK_FROM", "NULL_BLOCK_CHECK_FROM", "check_ignores_override"]
+
+NULL_BLOCK_CHECK_FROM = (0, 29, 0)
+"""First vLLM release whose start-up check (and the estimate it and auto-fit share) keeps back the block pool's null
+block (``advice_len``'s docstring)."""
 
 OVERRIDE_IN_CHECK_FROM = (0, 21, 0)
 """First vLLM release whose start-up check sizes the pool from ``--num-gpu-blocks-override`` (module docstring)."""

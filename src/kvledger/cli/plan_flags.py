@@ -191,6 +191,7 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
     all-reduces' link share is ``--allreduce-link-share``, else the profile's fitted one (as ``simulate``'s). Raises
     KvLedgerError subclasses: an unreadable value, an unknown model or GPU, impossible settings."""
     from kvledger.accounting.settings import engine_name, make_settings
+    from kvledger.accounting.vllm_auto_len import engine_token_flags
     from kvledger.accounting.vllm_ssm_dtype import check_ssm_dtype
     from kvledger.catalog.gpu_file import check_device_memory, resolve_gpu
     from kvledger.cli.analysis_opts import list_items
@@ -207,22 +208,21 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
         from kvledger.accounting.gpu_profile import resolve_gpu_profile
 
         prof = resolve_gpu_profile(f.gpu_profile, g.name)
-    if flops is None:
-        flops = prof.flops_fraction if prof is not None else 0.7
+    flops = flops if flops is not None else prof.flops_fraction if prof is not None else 0.7
     if bandwidth is None:
         bandwidth = prof.bandwidth_fraction if prof is not None else 0.8
     share = f.allreduce_link_share  # wins over a profile's fitted share (roofline_choice.roofline_step_cost's rule)
     if share is None and prof is not None:
         share = prof.allreduce_link_share
-    mnbt = f.max_num_batched_tokens
+    mml, auto, mnbt = engine_token_flags(f.max_model_len, f.max_num_batched_tokens, f.engine, f.engine_version)
     check_kv_dtype_for_engine(f.kv_cache_dtype, engine_name(f.engine), f.engine_version)  # the engine's own names
     settings = make_settings(
         engine=engine_name(f.engine), engine_version=f.engine_version, tp=f.tp, pp=f.pp,
-        max_model_len=parse_tokens(f.max_model_len, what="--max-model-len") if f.max_model_len else None,
+        max_model_len=mml, auto_max_model_len=auto,
         contexts=ctxs, gpu_memory_utilization=f.gpu_memory_utilization, mem_fraction_static=f.mem_fraction_static,
         free_gpu_memory_fraction=f.free_gpu_memory_fraction, kv_cache_dtype=f.kv_cache_dtype, dtype=f.dtype.lower(),
         quantization=f.quantization.lower() if f.quantization else None,
-        max_num_batched_tokens=parse_tokens(mnbt, what="--max-num-batched-tokens") if mnbt else None,
+        max_num_batched_tokens=mnbt,
         max_num_seqs=f.max_num_seqs, block_size=f.block_size,
         available_kv_memory_bytes=_bytes_opt(f.available_kv_memory, "--available-kv-memory", positive=True),
         num_gpu_blocks_override=f.num_gpu_blocks_override,

@@ -156,23 +156,23 @@ def _build_plan(a: SimRequestArgs):
     from kvledger.accounting.dp_node import dp_hint
     from kvledger.accounting.plan import build_plan, roofline_model
     from kvledger.accounting.settings import make_settings
+    from kvledger.accounting.vllm_auto_len import engine_token_flags
     from kvledger.accounting.vllm_ssm_dtype import check_ssm_dtype
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.dynamics.engine.kv_transfer import nic_bytes_per_s
-    from kvledger.units import parse_duration_s, parse_tokens
+    from kvledger.units import parse_duration_s
 
     engine = plan_engine(a)
     check_engine_flags(a, engine)
     gpu = resolve_gpu(a.gpu)
     model = load_model(a.model)
-    # --quantization as plan reads it (fp8 only; build_plan refuses it for SGLang); the weights priced are the served
-    quant = make_settings(quantization=a.quantization.lower() if a.quantization else None)
+    quant = make_settings(quantization=a.quantization.lower() if a.quantization else None)  # as plan reads it (fp8)
     fractions = plan_fractions(a, gpu, roofline_model(model, quant))  # given, else the GPU profile's (plan_pricing)
-    mnbt = parse_tokens(a.max_num_batched_tokens, what="--max-num-batched-tokens") if a.max_num_batched_tokens else None
+    mml, auto, mnbt = engine_token_flags(a.max_model_len, a.max_num_batched_tokens, engine, a.engine_version)
     settings = make_settings(
         engine=engine, engine_version=a.engine_version, tp=a.tp,
-        max_model_len=parse_tokens(a.max_model_len, what="--max-model-len") if a.max_model_len else None,
+        max_model_len=mml, auto_max_model_len=auto,
         gpu_memory_utilization=a.gpu_memory_utilization, mem_fraction_static=a.mem_fraction_static,
         kv_cache_dtype=a.kv_cache_dtype, quantization=quant.quantization,
         max_num_batched_tokens=mnbt, max_num_seqs=a.max_num_seqs, block_size=a.block_size,

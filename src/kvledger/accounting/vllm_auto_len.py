@@ -1,0 +1,96 @@
+"""``--max-model-len -1`` / ``auto`` (vLLM from 0.14.0, ``kvledger.token_counts.AUTO_MAX_MODEL_LEN_FROM``): the length
+vLLM serves, which the plan can work out, since it is the KV pool's.
+
+vLLM's rule, read in 0.19.0: ``config/model.py::_get_and_verify_max_len`` takes -1 as "not given" (the length the
+config derives), so the memory profile and every default that hangs on max_model_len are worked at that length; then
+``v1/core/kv_cache_utils.py::get_kv_cache_configs`` calls ``_auto_fit_max_model_len``, which keeps it where one
+request at it fits the memory left for the KV cache ("full model context length … fits") and otherwise lowers it to
+the largest length that fits (``_estimate_max_model_len_from_groups``: a binary search over 1 … the derived length,
+the same estimate as the start-up check's error), raising "Cannot auto-fit max_model_len" where not one token fits.
+The pool itself is not resized: only max_model_len moves, so the capacity lines vLLM prints after it (and the plan's)
+are at the fitted length. The pool the estimate is held to is the start-up check's (``advice_len.check_blocks``'s
+rule: the null block kept back from 0.29.0, the profiled memory where --num-gpu-blocks-override is ignored)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.accounting.kvlayout import estimate_max_model_len
+from kvledger.accounting.settings import engine_name
+from kvledger.accounting.vllm_override_check import NULL_BLOCK_CHECK_FROM, check_ignores_override
+from kvledger.accounting.vllm_rules import LATEST, version_tuple
+from kvledger.errors import DoesNotFitError
+from kvledger.token_counts import AUTO_MAX_MODEL_LEN, parse_max_model_len, parse_tokens
+
+__all__ = ["auto_max_model_len", "engine_release", "read_max_model_len", "read_engine_tokens", "engine_token_flags"]
+
+
+def auto_max_model_len(s: Any, ver: tuple[int, int, int], layout: Any, blocks: tuple[int, int], inflight: int,
+                       derived: int, notes: list[str]) -> int:
+    """max_model_len, tokens: ``derived`` unless ``s.auto_max_model_len``, else vLLM's auto-fit of it to the pool
+    (module docstring) with a note in ``notes`` saying what it chose and why. ``blocks``: (the pool's blocks, the
+    blocks the profiled memory holds); ``inflight``: the sliding-window in-flight tokens of the layout's demand.
+
+    Raises:
+        DoesNotFitError: not one token fits (vLLM's "Cannot auto-fit max_model_len" ValueError; exit 3).
+    """
+    if not s.auto_max_model_len or not layout.groups:  # vLLM: an attention-free model keeps the derived length
+        return derived
+    n, profiled = blocks
+    pool = profiled if s.num_gpu_blocks_override and check_ignores_override(ver) else n
+    check = pool - 1 if ver >= NULL_BLOCK_CHECK_FROM else pool
+    fit = estimate_max_model_len(layout, check, inflight, derived) if check > 0 else 0
+    release = ".".join(map(str, ver))
+    if fit <= 0:
+        raise DoesNotFitError(f"--max-model-len auto: vLLM {release} refuses to start (\"Cannot auto-fit "
+                              "max_model_len: not enough GPU memory available to serve even a single token\"): the "
+                              f"KV pool holds {max(check, 0):,} blocks, fewer than one token needs; raise "
+                              "--gpu-memory-utilization or use more GPUs")
+    need = layout.blocks_per_request(derived, inflight)
+    if fit >= derived:
+        notes.append(f"max_model_len auto (-1): the model's {derived:,} tokens kept, as vLLM {release} keeps them "
+                     f"where one request at that length fits the KV pool: it takes {need:,} of the {check:,} blocks "
+                     "the start-up check counts (kv_cache_utils._auto_fit_max_model_len)")
+        return derived
+    took = layout.blocks_per_request(fit, inflight)
+    notes.append(f"max_model_len auto (-1): {fit:,} tokens, lowered from the model's {derived:,} as vLLM {release} "
+                 f"lowers it: one request at {derived:,} takes {need:,} blocks, more than the {check:,} the start-up "
+                 f"check counts, and {fit:,} is the longest whose request fits ({took:,} blocks;"
+                 " kv_cache_utils._auto_fit_max_model_len, the binary search of "
+                 "_estimate_max_model_len_from_groups); the memory profile and the defaults stay at the derived length")
+    return fit
+
+
+def engine_release(engine: str | None, engine_version: str | None) -> tuple[int, int, int] | None:
+    """The vLLM release that reads the engine's token flags (``--max-model-len``, ``--max-num-batched-tokens``): the one
+    given, else the newest modelled (the release the plan assumes, ``vllm_rules.LATEST``); None for another engine
+    (kvledger's own vocabulary, every suffix) or a version that reads as none (refused where the plan reads it)."""
+    if engine_name(engine or "vllm") != "vllm":
+        return None
+    return version_tuple(engine_version or LATEST)
+
+
+def read_max_model_len(text: str | None, engine: str | None, engine_version: str | None) -> tuple[int | None, bool]:
+    """(``--max-model-len`` in tokens, None where not given or auto; whether it is vLLM's -1/auto), as the release
+    (``engine_release``) reads it: ``token_counts.parse_max_model_len`` for vLLM, ``parse_tokens`` for the others."""
+    if not text:
+        return None, False
+    rel = engine_release(engine, engine_version)
+    if rel is None:
+        return parse_tokens(text, what="--max-model-len"), False
+    n = parse_max_model_len(text, what="--max-model-len", vllm_version=rel)
+    return (None, True) if n == AUTO_MAX_MODEL_LEN else (n, False)
+
+
+def read_engine_tokens(text: str | None, what: str, engine: str | None, engine_version: str | None) -> int | None:
+    """An engine's token count other than --max-model-len (``--max-num-batched-tokens``) as its release reads it."""
+    return parse_tokens(text, what=what, vllm_version=engine_release(engine, engine_version)) if text else None
+
+
+def engine_token_flags(max_model_len: str | None, max_num_batched_tokens: str | None, engine: str | None,
+                       engine_version: str | None) -> tuple[int | None, bool | None, int | None]:
+    """(max_model_len or None, True where it is auto else None: the settings leave the key out, max_num_batched_tokens
+    or None) as the engine's release reads them (``read_max_model_len``, ``read_engine_tokens``)."""
+    mml, auto = read_max_model_len(max_model_len, engine, engine_version)
+    return mml, auto or None, read_engine_tokens(max_num_batched_tokens, "--max-num-batched-tokens", engine,
+                                                 engine_version)
