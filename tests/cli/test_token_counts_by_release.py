@@ -90,3 +90,10 @@ def test_auto_keeps_the_models_length_where_one_request_fits():
     assert (m["num_gpu_blocks"], m["max_model_len"]) == (28_099, 131_072)
     assert any(n.startswith("max_model_len auto (-1): the model's 131,072 tokens kept") and "8,192 of the 28,099 "
                "blocks" in n for n in m["notes"])
+
+
+def test_search_takes_one_length_so_refuses_auto_and_reads_t_by_release():
+    base = ("search", "meta-llama/Llama-3.1-8B", "--gpus", "H100", "--slo", "ttft=2s", "--engine-version")
+    assert "auto-fit gives each GPU and TP its own; give a length" in refused(*base, "0.19.0", "--max-model-len",
+                                                                               "auto")
+    assert "vLLM 0.12.0 refuses it" in refused(*base, "0.12.0", "--max-model-len", "1t")

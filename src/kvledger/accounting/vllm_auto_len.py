@@ -19,10 +19,11 @@ from kvledger.accounting.kvlayout import estimate_max_model_len
 from kvledger.accounting.settings import engine_name
 from kvledger.accounting.vllm_override_check import NULL_BLOCK_CHECK_FROM, check_ignores_override
 from kvledger.accounting.vllm_rules import LATEST, version_tuple
-from kvledger.errors import DoesNotFitError
+from kvledger.errors import DoesNotFitError, InputError
 from kvledger.token_counts import AUTO_MAX_MODEL_LEN, parse_max_model_len, parse_tokens
 
-__all__ = ["auto_max_model_len", "engine_release", "read_max_model_len", "read_engine_tokens", "engine_token_flags"]
+__all__ = ["auto_max_model_len", "engine_release", "read_max_model_len", "read_engine_tokens", "engine_token_flags",
+           "search_max_model_len"]
 
 
 def auto_max_model_len(s: Any, ver: tuple[int, int, int], layout: Any, blocks: tuple[int, int], inflight: int,
@@ -94,3 +95,18 @@ def engine_token_flags(max_model_len: str | None, max_num_batched_tokens: str | 
     mml, auto = read_max_model_len(max_model_len, engine, engine_version)
     return mml, auto or None, read_engine_tokens(max_num_batched_tokens, "--max-num-batched-tokens", engine,
                                                  engine_version)
+
+
+def search_max_model_len(text: str | None, engine_version: str | None) -> int | None:
+    """``search``'s --max-model-len as vLLM ``engine_version`` reads it (``read_max_model_len``); -1/auto refused: each
+    candidate is planned and its workload checked at one length, and auto's differs by GPU and TP.
+
+    Raises:
+        InputError: as ``read_max_model_len``; auto on a release that reads it.
+    """
+    n, auto = read_max_model_len(text, "vllm", engine_version)
+    if auto:
+        raise InputError(f"--max-model-len {str(text).strip()}: search checks every candidate's workload against one "
+                         "length, and vLLM's auto-fit gives each GPU and TP its own; give a length (`kvledger plan "
+                         "--max-model-len auto` says the one vLLM fits for a candidate)")
+    return n

@@ -104,12 +104,12 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
     """(SearchSpec, Axes, the notes on how a session rate became req/s) of the flags: ``w``, ``sessions``, ``e`` and
     ``p`` are the workload, session, engine and pricing groups, ``load`` (--rate, --monthly-tokens, the
     ``SearchVolumeFlags``), ``dp`` --data-parallel-size's sizes."""
+    from kvledger.accounting.vllm_auto_len import search_max_model_len
     from kvledger.accounting.vllm_ssm_dtype import check_ssm_dtype
     from kvledger.analyses.search import SearchSpec
     from kvledger.analyses.serving.retention_flag import check_release
     from kvledger.errors import InputError
     from kvledger.ledgers.slo import parse_slo
-    from kvledger.units import parse_tokens
 
     parse_slo(slo)  # a bad SLO is refused here, before any candidate is planned (as goodput and cost refuse it)
     rate, monthly_tokens, vol = load
@@ -123,7 +123,7 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
                          "a load they do not carry (as cost refuses it with a volume). Drop --utilization to price at "
                          "the realized utilization (--max-utilization caps it), or drop the load to price one replica "
                          "at the utilization given.")
-    mml = parse_tokens(e.max_model_len, what="--max-model-len") if e.max_model_len else None
+    mml = search_max_model_len(e.max_model_len, e.engine_version)
     if e.quantization:  # refused as plan refuses it (fp8 only), before any candidate is planned
         from kvledger.accounting.settings import make_settings
 

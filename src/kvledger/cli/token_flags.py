@@ -39,4 +39,3 @@ def print_suffix_notes(argv: list[str]) -> None:
     """:func:`suffix_notes` on stderr, one ``note:`` line each."""
     for note in suffix_notes(argv):
         sys.stderr.write(f"note: {note}\n")
-
