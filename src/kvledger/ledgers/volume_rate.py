@@ -2,7 +2,7 @@
 
 One reader for ``--monthly-tokens``, ``--monthly-requests``, ``--monthly-input-tokens``/``--monthly-output-tokens``
 in the CLI, ``kvledger.cost`` and the web app's volume fields. A per-day or per-hour figure becomes a monthly one with
-the cost ledger's own month (``ledgers.cost.HOURS_PER_MONTH``, 730 h; a day is 24 h, so a month is 730 ÷ 24 =
+the ledgers' month (``ledgers.month.HOURS_PER_MONTH``, 730 h; a day is 24 h, so a month is 730 ÷ 24 =
 30.42 days), and the value keeps what was typed (:class:`RateVolume`) so the answer can restate the conversion it
 priced with.
 """
@@ -10,7 +10,7 @@ priced with.
 from __future__ import annotations
 
 from kvledger.errors import InputError
-from kvledger.ledgers.cost import HOURS_PER_MONTH
+from kvledger.ledgers.month import HOURS_PER_MONTH
 from kvledger.units import count_option
 
 __all__ = ["RateVolume", "volume_option", "rate_words", "DAYS_PER_MONTH", "PER_MONTH"]
