@@ -7,12 +7,12 @@
 from __future__ import annotations
 
 import inspect
-import json
 
 import pytest
+from api_cli_json import cli_json, plain
 
 import kvledger
-from kvledger import InputError, strict_json
+from kvledger import InputError
 
 MOE = "Qwen/Qwen3-30B-A3B"
 # tests/cli/test_all2all_cli.py: Qwen3-30B-A3B, 2 DP ranks × TP 1 + EP on an H100 under vLLM 0.19.0
@@ -59,18 +59,7 @@ def test_goodput_takes_every_flag_of_the_command_s_simulate():
     assert set(inspect.signature(kvledger.goodput).parameters) == _params(flags) | {"model", "cache"}
 
 
-def _cli(*argv: str) -> dict:
-    from typer.testing import CliRunner
-
-    from kvledger.cli.main import app
-
-    r = CliRunner().invoke(app, [*argv, "--json"], env={"KVLEDGER_NO_CACHE": "1"})
-    assert r.exit_code == 0, r.output
-    return json.loads(r.stdout)
-
-
-def _plain(d: dict) -> dict:
-    return json.loads(strict_json.dumps(d))
+_cli, _plain = cli_json, plain
 
 
 def test_simulate_runs_the_dp_ranks_and_their_all2all_backend():

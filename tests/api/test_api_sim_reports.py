@@ -9,23 +9,17 @@ import json
 import re
 
 import pytest
+from api_cli_json import cli_json, plain
 from typer.testing import CliRunner
 
 import kvledger
-from kvledger import InputError, strict_json
+from kvledger import InputError
 from kvledger.cli.main import app
 
 L8 = "meta-llama/Llama-3.1-8B"
 
 
-def _cli(*argv: str) -> dict:
-    r = CliRunner().invoke(app, [*argv, "--json"], env={"KVLEDGER_NO_CACHE": "1"})
-    assert r.exit_code == 0, r.output
-    return json.loads(r.stdout)
-
-
-def _plain(d: dict) -> dict:
-    return json.loads(strict_json.dumps(d))
+_cli, _plain = cli_json, plain
 
 
 def test_a_session_run_carries_the_sessions_drawn_as_the_command_prints_them():

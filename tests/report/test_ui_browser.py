@@ -367,29 +367,26 @@ def test_arxiv_and_the_data_folder_choices_reach_the_form(server, browser):
 def test_a_volume_typed_as_the_cli_takes_it_answers_for_that_volume(server, browser):
     # "1.5B" in the volume field (as `cost --monthly-tokens 1.5B`): 1.5 × 10⁹ tokens a month; it was refused ("must be
     # a number") though the field's neighbours and the CLI take it
+    assert "for 1.5B tokens/month" in _serving_verdict(server, browser, "1.5B")
+
+
+def _serving_verdict(server, browser, volume: str) -> str:
+    """The verdict the web app gives for 60 requests at the monthly volume typed as ``volume``."""
     browser.get(server + "/")
     v = _wait_version(browser, 0) and int(browser.find_element("id", "status").get_attribute("data-version"))
-    for key, value in (("num_requests", "60"), ("monthly_tokens", "1.5B")):
+    for key, value in (("num_requests", "60"), ("monthly_tokens", volume)):
         field = browser.find_element("id", key)
         field.clear()
         field.send_keys(value)
     browser.find_element("id", "run-serving").click()
     assert _wait_version(browser, v, 120) == "serving ready"
-    assert "for 1.5B tokens/month" in browser.find_element("id", "verdict").text
+    return browser.find_element("id", "verdict").text
 
 
 def test_a_volume_typed_per_day_answers_for_its_month(server, browser):
     # "100M/day" in the volume field (as `cost --monthly-tokens 100M/day`): 1e8 × (730 h ÷ 24 = 30.4167 days) =
     # 3.0417e9 tokens a month, the figure priced, with the conversion restated in the verdict
-    browser.get(server + "/")
-    v = _wait_version(browser, 0) and int(browser.find_element("id", "status").get_attribute("data-version"))
-    for key, value in (("num_requests", "60"), ("monthly_tokens", "100M/day")):
-        field = browser.find_element("id", key)
-        field.clear()
-        field.send_keys(value)
-    browser.find_element("id", "run-serving").click()
-    assert _wait_version(browser, v, 120) == "serving ready"
-    verdict = browser.find_element("id", "verdict").text
+    verdict = _serving_verdict(server, browser, "100M/day")
     assert "for 3.04B tokens/month (" in verdict and "100M tokens/day × 30.42 days = 3.04B tokens/month)" in verdict
 
 
