@@ -53,3 +53,24 @@ def test_notes_that_differ_in_a_figure_alone_are_one_line_with_each_stages_figur
     assert ("note: at 4.000 req/s: send times: the file keeps none (no start_times), so the replay sends its requests "
             "in file order at the file's request_rate 4 req/s, gaps drawn as the client drew them (Poisson, seed 0)"
             ) in full
+
+
+@pytest.mark.skipif(not KUBECON.is_dir(), reason="../shared/data/measured-runs not beside the clone")
+def test_at_80_columns_the_sweep_prints_a_table_a_metric_each_stage_on_one_row():
+    # kubecon's 7-stage sweep: its twelve-column table (rate, 3 × meas./pred./error, 2 bands) needs more than 80
+    # columns for its longest words alone, so at 80 it printed every stage's twelve figures as "name : value" lines
+    # (77 lines); it is now three tables (TTFT mean, TPOT mean, throughput), a stage a row: the lowest stage's row
+    # reads 1.000 req/s, TTFT 31.1 ms measured against 9.9 ms simulated (9.9/31.1 − 1 = −68.2%)
+    stages = sorted(str(p) for p in KUBECON.glob("stage_*_lifecycle_metrics.json"))
+    narrow = run_cli("validate", *stages, "--sweep", columns=80)
+    assert narrow.exit_code == 0, narrow.output
+    lines = narrow.stdout.splitlines()
+    assert not any(ln.startswith("rate req/s      :") for ln in lines)  # no stacked records
+    assert [ln.split(" (")[0].rstrip() for ln in lines if ln.startswith("load sweep, ")] == [
+        "load sweep, TTFT mean", "load sweep, TPOT mean", "load sweep, throughput"]
+    row = next(ln for ln in lines if "31.1 ms" in ln)
+    assert row.split("│")[1:5] == ["      1.000 ", "         31.1 ms ", "     9.9 ms ", "    -68.2% "]
+    assert all(len(ln) <= 80 for ln in lines)
+    wide = run_cli("validate", *stages, "--sweep", columns=200)  # fits: one table, every stage's figures on a row
+    assert not any(ln.startswith("load sweep, ") for ln in wide.stdout.splitlines())
+    assert any(ln.startswith("load sweep (priced by: uncalibrated;") for ln in wide.stdout.splitlines())

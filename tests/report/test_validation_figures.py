@@ -61,7 +61,7 @@ def test_a_sub_second_latency_in_a_seconds_column_keeps_three_significant_figure
 def test_a_sweep_band_takes_the_unit_of_the_figures_it_judges():
     from types import SimpleNamespace as NS
 
-    from kvledger.report.sweep_view import _column_tops
+    from kvledger.report.sweep_table import column_tops as _column_tops
 
     # the same sweep: its TTFT column tops at the 11.66 s replay, its TTFT bands at 0.0504 s; the band column used to
     # take its own top (ms: "12.8–50.4 ms") beside figures in s; now it takes the larger, 11.66 s, as its figures do

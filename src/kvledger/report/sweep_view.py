@@ -12,16 +12,14 @@ from rich.markup import escape
 from kvledger.calibration.judged_band import band_covers
 from kvledger.calibration.sweep_bands import BEHIND, SERVED
 from kvledger.report.knee_view import KNEE_MARK, KNEE_MEANING, knee_shown, side_lines
-from kvledger.report.tables import LedgerTable as Table
+from kvledger.report.sweep_table import LATENCY, axis_unit, column_tops, head, levels, sweep_tables
 from kvledger.report.validation_figures import (
     BAND_MARKS_NOTE,
-    band_mark,
     band_source_line,
     band_span,
     biased_line,
     fmt_error,
     fmt_rate,
-    fmt_value,
     step_cost_line,
     step_cost_source,
     warnings_first,
@@ -30,82 +28,11 @@ from kvledger.report.validation_figures import (
 if TYPE_CHECKING:
     from kvledger.calibration.validate import SweepValidation
 
-__all__ = ["render_sweep", "band_span", "knee_resolution"]
+__all__ = ["render_sweep", "band_span", "knee_resolution", "column_tops"]
 
 _NOTE_WORDS = {"the measured stage": f"measured at saturation (its client achieved < {BEHIND:.0%} of the requested "
                                      f"rate or its engine served < {SERVED:.0%} of it)",
                "the simulated queue": "the simulated queue grew"}
-
-
-_LATENCY = {"TTFT mean": "ttft_mean", "TPOT mean": "tpot_mean"}  # table row → key of SweepBands
-
-
-def _mark(r: SweepValidation, i: int, key: str) -> str:
-    """" ✓" / " ✗" when stage ``i``'s measured ``key`` (a ``_LATENCY`` value) lies inside / outside its band, ""
-    without one (``band_mark``)."""
-    band = getattr(r.bands, key)[i] if r.bands is not None else None
-    metric = next(m for m, k in _LATENCY.items() if k == key)
-    row = next((x for x in r.runs[i].comparison.rows if x.metric == metric), None)
-    return band_mark(band, getattr(band, "measured", row.measured if row is not None else None))
-
-
-def _levels(r: SweepValidation) -> list[str]:
-    """Each stage's place on the sweep's axis as the table prints it: its requested rate, or its clients."""
-    return [fmt_rate(x) for x in r.rates] if r.clients is None else [f"{c:,}" for c in r.clients]
-
-
-def _unit(r: SweepValidation) -> str:
-    return "req/s" if r.clients is None else "clients"
-
-
-def _head(metric: str) -> str:
-    """A column's words for a comparison row: "TTFT p50" → "TTFT median"."""
-    return metric.replace(" p50", " median")
-
-
-def _column_tops(r: SweepValidation, shown: list[str]) -> dict[str, float]:
-    """The largest figure of each latency column of the table (``shown``: its measured columns, by metric; a band's
-    column, by its ``_LATENCY`` key, its bands' ends and its metric's figures), so that each column prints in one
-    unit, and a band in the unit of the figures beside it (``fmt_value``)."""
-    out: dict[str, float] = {}
-    for m in shown:
-        vals = [abs(v) for run in r.runs for x in run.comparison.rows if x.metric == m
-                for v in (x.measured, x.predicted) if v]
-        out[m] = max(vals, default=0.0)
-    for metric, key in _LATENCY.items():  # a band in its figures' unit: 0.0128–0.0504 s beside 0.0271 s, not in ms
-        bands = [x for x in (getattr(r.bands, key) if r.bands is not None else []) if x is not None]
-        out[key] = max((max(abs(x.low), abs(x.high)) for x in bands), default=0.0)
-        out[key] = max(out[key], out.get(metric, 0.0))
-    return out
-
-
-def _table(r: SweepValidation, fitted: int) -> Table:
-    shown = [m or default for m, default in zip(r.compared_latency, _LATENCY)]  # a median where no mean is stated
-    t = Table(title=f"load sweep (priced by: {r.scope}; meas.: measured, pred.: simulated; 80% band: where the "
-                    "measured mean fell around the simulated one)", title_justify="left")
-    axis = "rate req/s" if r.clients is None else "clients"
-    for col in (axis, f"{_head(shown[0])} meas.", "pred.", "error", "80% band", f"{_head(shown[1])} meas.", "pred.",
-                "error", "80% band", "throughput", "pred.", "error"):
-        t.add_column(col, justify="right")
-    if fitted:
-        t.add_column("GPU profile", justify="left")
-    b = r.bands
-    top = _column_tops(r, shown)  # one unit a column: its largest figure's
-    for i, (x, level) in enumerate(zip(r.runs, _levels(r))):
-        rows = {row.metric: row for row in x.comparison.rows}
-        cells = [level]
-        for m in (*shown, "throughput"):
-            row, key = rows.get(m), _LATENCY.get(m)  # key: the band of a mean; a median has none
-            flag = (" ⚠" if x.saturated and m != "throughput" else "") + \
-                (f" {KNEE_MARK}" if m == shown[0] and knee_shown(x.at_knee, x.saturated) else "")
-            cells += [fmt_value(row.measured if row else None, row.unit if row else "s", top.get(m)),
-                      fmt_value(row.predicted if row else None, row.unit if row else "s", top.get(m)),
-                      fmt_error(row.rel_error if row else None) + flag]
-            if m != "throughput":
-                cells.append("—" if key is None else band_span(getattr(b, key)[i] if b is not None else None, "s",
-                                                               top.get(key)) + _mark(r, i, key))
-        t.add_row(*cells, *([("IN-SAMPLE: fitted on it" if x.in_sample else "held out")] if fitted else []))
-    return t
 
 
 def _band_lines(r: SweepValidation) -> list[str]:
@@ -117,12 +44,12 @@ def _band_lines(r: SweepValidation) -> list[str]:
               "TPOT mean": next((x for x in b.tpot_mean if x is not None), None),
               "saturation throughput": b.saturation_throughput}
     out = [x for x in (biased_line(firsts), band_source_line(firsts, b.regime)) if x is not None]
-    medians = [_head(m) for m in r.compared_latency if m is not None and m not in _LATENCY]
+    medians = [head(m) for m in r.compared_latency if m is not None and m not in LATENCY]
     if medians:
         out.append(f"no band on {' or '.join(medians)}: the files state no mean, and the bands were measured on mean "
                    "TTFT and TPOT; the error compares the simulated median with the measured one")
     unbanded: dict[str, list[str]] = {}
-    for level, note in zip(_levels(r), b.stage_notes):
+    for level, note in zip(levels(r), b.stage_notes):
         if note is not None:
             why = next((w for k, w in _NOTE_WORDS.items() if note.startswith(k)), note)
             if r.clients is not None and note.startswith("a closed loop of"):  # every stage's, once
@@ -130,14 +57,14 @@ def _band_lines(r: SweepValidation) -> list[str]:
                        "were measured on open-loop stages (latency below saturation, throughput at it)")
             unbanded.setdefault(why, []).append(level)
     for why, rates in unbanded.items():
-        out.append(f"no latency band at {', '.join(rates)} {_unit(r)}: {why}; the bands were measured below "
+        out.append(f"no latency band at {', '.join(rates)} {axis_unit(r)}: {why}; the bands were measured below "
                    "saturation only" if r.clients is None else f"no latency band at {', '.join(rates)} clients: {why}")
     knee: dict[str, list[str]] = {}
-    for level, note in zip(_levels(r), b.ttft_notes):
+    for level, note in zip(levels(r), b.ttft_notes):
         if note is not None:
             knee.setdefault(note, []).append(level)
     for why, rates in knee.items():
-        out.append(f"no TTFT band at {', '.join(rates)} {_unit(r)}: {why}")
+        out.append(f"no TTFT band at {', '.join(rates)} {axis_unit(r)}: {why}")
     out.append(BAND_MARKS_NOTE)  # the band columns show: their marks said, whichever are printed
     out.append(b.knee_note)
     return out
@@ -182,16 +109,16 @@ def knee_resolution(rates: list[float], measured: float | None, simulated: float
 def _knee_lines(r: SweepValidation) -> list[str]:
     """The warning for the stages at or past their knee (``knee_view``), each stage's figures on a line of its own;
     [] when none is."""
-    shown = [(level, k) for x, level in zip(r.runs, _levels(r))
+    shown = [(level, k) for x, level in zip(r.runs, levels(r))
              if (k := knee_shown(x.at_knee, x.saturated)) is not None]
     if not shown:
         return []
     rates = ", ".join(level for level, _ in shown)
-    out = [f"WARNING: stages marked {KNEE_MARK} ({rates} {_unit(r)}) are at or past their knee (their waits for a "
+    out = [f"WARNING: stages marked {KNEE_MARK} ({rates} {axis_unit(r)}) are at or past their knee (their waits for a "
            f"first token grew through the stage, short of the saturation tests; rule: {shown[0][1]['rule']}): their "
            f"mean-latency errors {KNEE_MEANING}; TPOT and the saturation throughput below are the figures to compare."]
     for level, k in shown:
-        out += [f"  {level} {_unit(r)}, {line}" for line in side_lines(k)]
+        out += [f"  {level} {axis_unit(r)}, {line}" for line in side_lines(k)]
     return out
 
 
@@ -203,8 +130,8 @@ def _knee_spacing(r: SweepValidation, km: float | None, kp: float | None) -> str
     if a is None or a != _bracket(rates, kp) or not a[1] > a[0]:
         return ""
     f = fmt_rate if r.clients is None else (lambda v: f"{v:,.0f}")
-    return (f"both interpolated between the stages at {f(a[0])} and {f(a[1])} {_unit(r)}: they agree to within the "
-            f"sweep's spacing of {f(a[1] - a[0])} {_unit(r)}, not to the error shown; ")
+    return (f"both interpolated between the stages at {f(a[0])} and {f(a[1])} {axis_unit(r)}: they agree to within the "
+            f"sweep's spacing of {f(a[1] - a[0])} {axis_unit(r)}, not to the error shown; ")
 
 
 def _answer_lines(r: SweepValidation) -> list[str]:
@@ -215,10 +142,11 @@ def _answer_lines(r: SweepValidation) -> list[str]:
     m, p = r.measured, r.predicted
 
     def knee(v: float | None) -> str:
-        return "none in the sweep" if v is None else f"{v:.2f} {_unit(r)}"
+        return "none in the sweep" if v is None else f"{v:.2f} {axis_unit(r)}"
 
     km, kp = (m.knee_req_per_s, p.knee_req_per_s) if r.clients is None else (m.knee_clients, p.knee_clients)
-    err = "" if km is None or kp is None or not km else f", error {kp - km:+.2f} {_unit(r)} ({fmt_error(kp / km - 1)})"
+    err = "" if km is None or kp is None or not km else \
+        f", error {kp - km:+.2f} {axis_unit(r)} ({fmt_error(kp / km - 1)})"
     out = [f"knee ({escape(r.knee_rule)}): measured {knee(km)}, simulated {knee(kp)}{err} "
            f"({_knee_spacing(r, km, kp)}no error band)"]
     if m.saturation_throughput_req_per_s and p.saturation_throughput_req_per_s:
@@ -263,7 +191,8 @@ def render_sweep(r: SweepValidation, con: Console, verbose: bool = False) -> Non
     for n in warned:  # what makes the comparison another run's, before its figures
         con.print(f"note: {escape(n)}")
     fitted = sum(x.in_sample for x in r.runs)
-    con.print(_table(r, fitted))
+    for table in sweep_tables(r, fitted, con.width):
+        con.print(table)
     if fitted:
         from kvledger.calibration.in_sample import profile_words
 
@@ -283,7 +212,7 @@ def render_sweep(r: SweepValidation, con: Console, verbose: bool = False) -> Non
         con.print(escape(line))
     m, p = r.measured, r.predicted
     km, kp = (m.knee_req_per_s, p.knee_req_per_s) if r.clients is None else (m.knee_clients, p.knee_clients)
-    if said := knee_resolution(r.levels, km, kp, _unit(r)):
+    if said := knee_resolution(r.levels, km, kp, axis_unit(r)):
         con.print(f"[dim]{escape(said)}[/]")
     for line in _band_lines(r):
         con.print(f"[dim]{escape(line)}[/]")

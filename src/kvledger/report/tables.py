@@ -52,11 +52,19 @@ class LedgerTable(Table):
             maxs.append(max(1, max((max((cell_len(x) for x in c.splitlines()), default=0) for c in cells), default=0)))
         return mins, maxs
 
+    def _room(self, width: int, columns: int) -> int:
+        """The characters left for cells in ``width`` once the padding and rules of ``columns`` columns are drawn."""
+        left, right = self.padding[3], self.padding[1]
+        return width - columns * (left + right) - (columns + 1 if self.show_edge else columns - 1)
+
+    def fits(self, width: int) -> bool:
+        """Whether every column gets its longest word within ``width`` (else the rows print as records)."""
+        mins, _ = self._widths()
+        return sum(mins) <= self._room(width, len(mins))
+
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         mins, maxs = self._widths()
-        left, right = self.padding[3], self.padding[1]
-        overhead = len(mins) * (left + right) + (len(mins) + 1 if self.show_edge else len(mins) - 1)
-        room = options.max_width - overhead
+        room = self._room(options.max_width, len(mins))
         if sum(mins) > room:
             yield from self._as_records(options.max_width)
             return
