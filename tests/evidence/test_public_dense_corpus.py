@@ -54,12 +54,16 @@ def test_qwen3_14b_stand_in_has_the_published_size():
     assert m.num_params == 1_555_824_640 + 40 * 330_311_936 + 5_120
 
 
-def test_b200_rows_are_the_sources_line():
-    # the post's fit for the BF16 KV cache on one B200: ITL = 1.80e-05 ms/token × input + 3.93 ms
-    rows = [r for r in ROWS if r["gpu"] == "nvidia_b200"]
+@pytest.mark.parametrize("gpu, slope_ms, intercept_ms", [
+    ("nvidia_b200", 1.80e-05, 3.93),      # the post's fit for the BF16 KV cache on one B200 (FlashInfer)
+    ("nvidia_h100_sxm", 4.37e-05, 6.44),  # and on one H100 (FlashAttention-3, after the post's changes): the control
+])
+def test_blog_rows_are_the_sources_line(gpu, slope_ms, intercept_ms):
+    # ITL = slope × input tokens + intercept, at concurrency 1 (the mean ITL is the mean TPOT)
+    rows = [r for r in ROWS if r["gpu"] == gpu and r["run"].startswith("vb-")]
     assert len(rows) == 4
     for r in rows:
-        assert float(r["value"]) == pytest.approx(3.93 + 1.80e-05 * int(r["prompt_tokens"]), abs=5e-4)
+        assert float(r["value"]) == pytest.approx(intercept_ms + slope_ms * int(r["prompt_tokens"]), abs=5e-4)
 
 
 def test_band_is_scaled_into_the_metrics_unit():
