@@ -57,8 +57,21 @@ def test_stock_install_backend(version, arch, backend):
     # 0.19: =0 removes both FlashInfer BF16 backends, so SM 10.0 falls to Triton
     ((0, 19, 0), "sm100", {"VLLM_USE_FLASHINFER_MOE_MXFP4_BF16": False}, None, "triton"),
     ((0, 13, 0), "sm100", {"VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8_CUTLASS": True}, None, "flashinfer_cutlass"),
-    # 0.19 without triton_kernels on Hopper: FlashInfer CUTLASS BF16 is next on the priority list, before Marlin
-    ((0, 19, 0), "sm90", {}, False, "flashinfer_cutlass"),
+    # 0.19 without triton_kernels on Hopper: still Triton, as OAITritonExperts._supports_current_device checks the
+    # capability only (gpt_oss_triton_kernels_moe.py; has_triton_kernels gates the LoRA path alone)
+    ((0, 19, 0), "sm90", {}, False, "triton"),
+    # 0.10.1: VLLM_MXFP4_USE_MARLIN=0 skips _should_use_marlin's checks, and the layer's next branch,
+    # should_use_flashinfer_mxfp4() (VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1), takes FlashInfer TRT-LLM
+    ((0, 10, 1), "sm100", {"VLLM_MXFP4_USE_MARLIN": False, "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8": True}, None,
+     "flashinfer_trtllm"),
+    # 0.23.0 still reads the (deprecated) variables; 0.24.0 and 0.34.0 have none of them in envs.py or
+    # oracle/mxfp4.py: =0 no longer removes FlashInfer TRT-LLM on SM 10.0, =1 on SM 8.0 is no refusal (Marlin)
+    ((0, 23, 0), "sm100", {"VLLM_USE_FLASHINFER_MOE_MXFP4_BF16": False}, None, "triton"),
+    ((0, 24, 0), "sm100", {"VLLM_USE_FLASHINFER_MOE_MXFP4_BF16": False}, None, "flashinfer_trtllm"),
+    ((0, 34, 0), "sm80", {"VLLM_USE_FLASHINFER_MOE_MXFP4_BF16": True}, None, "marlin"),
+    ((0, 34, 0), "sm90", {"VLLM_MXFP4_USE_MARLIN": True}, None, "triton"),
+    # 0.19: the MXFP8 CUTLASS variable on SM 12.0: FlashInferExperts takes MXFP4 × MXFP8 from has_device_capability(100)
+    ((0, 19, 0), "sm120", {"VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8_CUTLASS": True}, None, "flashinfer_cutlass"),
 ])
 def test_environment_and_installed_packages(version, arch, env, tk, backend):
     assert mxfp4_backend(version, arch, env, tk).backend == backend
@@ -67,6 +80,11 @@ def test_environment_and_installed_packages(version, arch, env, tk, backend):
 def test_refusals_and_given():
     with pytest.raises(InputError, match="VLLM_USE_FLASHINFER_MOE_MXFP4_BF16"):  # vLLM raises ValueError below SM 9.0
         mxfp4_backend((0, 19, 0), "sm80", {"VLLM_USE_FLASHINFER_MOE_MXFP4_BF16": True})
+    # 0.19's _return_or_raise: TrtLlmMxfp4Experts needs the SM 10.x family, FlashInferExperts' MXFP4 × MXFP8 SM 10.0+
+    with pytest.raises(InputError, match="VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1 on SM 9.0"):
+        mxfp4_backend((0, 19, 0), "sm90", {"VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8": True})
+    with pytest.raises(InputError, match="MXFP8_CUTLASS=1 on SM 9.0.*SM 10.0 or later"):
+        mxfp4_backend((0, 19, 0), "sm90", {"VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8_CUTLASS": True})
     with pytest.raises(InputError, match="--mxfp4-backend"):
         mxfp4_backend((0, 19, 0), "sm90", given="cutlass")
     assert mxfp4_backend((0, 11, 0), "sm90", given="triton").backend == "triton"

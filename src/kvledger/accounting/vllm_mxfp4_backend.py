@@ -40,6 +40,7 @@ class _Rule:
     flashinfer: bool  # a stock install has flashinfer-python
     marlin_env: str  # VLLM_MXFP4_USE_MARLIN: "decides" (either way), "forces" (=1 only), "" (not read)
     triton_below_110: bool  # Triton only for 9.0 <= capability < 11.0 (else any capability from 9.0)
+    reads_env: bool = True  # False from 0.24.0: envs.py and oracle/mxfp4.py have none of ENV_VARS
 
 
 _RULES = (
@@ -52,11 +53,15 @@ _RULES = (
     # 0.12.0 … 0.18.0: get_mxfp4_backend with triton_kernels_supported = has_triton_kernels() and
     # (9, 0) <= capability < (11, 0); triton_kernels vendored
     _Rule((0, 12, 0), "legacy", True, True, True, "forces", True),
-    # 0.19.0 … 0.34.0: fused_moe/oracle/mxfp4.py select_mxfp4_moe_backend (_get_priority_backends: FlashInfer TRT-LLM
+    # 0.19.0 … 0.23.0: fused_moe/oracle/mxfp4.py select_mxfp4_moe_backend (_get_priority_backends: FlashInfer TRT-LLM
     # BF16 on the SM 10.x family, Triton on 9.0 <= capability < 11.0, FlashInfer CUTLASS BF16 on SM 9.0, Marlin);
-    # 0.34.0's _get_priority_backends_for_gpt_oss moves Triton after Marlin on SM 11.x/12.x, which Triton's
-    # _supports_current_device refuses anyway: the same choices
+    # the four variables first (read in 0.19.0, 0.20.0, 0.21.0, 0.23.0; 0.22.0/0.23.0 deprecate them)
     _Rule((0, 19, 0), "oracle", True, True, True, "forces", True),
+    # 0.24.0 … 0.34.0: the variables are gone (envs.py and oracle/mxfp4.py of 0.24.0, 0.28.0, 0.34.0 name none; the
+    # choice is --moe-backend): the priority list alone (_get_priority_backends_for_gpt_oss; _filter_by_activation
+    # keeps its BF16-activation entries for a BF16-activation checkpoint). 0.34.0 moves Triton after Marlin on SM
+    # 11.x/12.x and Humming before Marlin on SM 9.0, behind Triton: the same choices
+    _Rule((0, 24, 0), "oracle", True, True, True, "", True, reads_env=False),
 )
 
 
@@ -101,9 +106,11 @@ def _set(env: dict[str, bool], name: str) -> bool:
 def _method(r: _Rule, cc: int, env: dict, tk: bool, fi: bool) -> tuple[str, str]:
     """0.10.1.x: ``_should_use_marlin`` (off SM 10.0: below 9.0, without triton_kernels or below torch 2.8 → Marlin),
     else FlashInfer TRT-LLM (an MXFP4 env var, or SM 10.0 with flashinfer), else Triton."""
-    if MARLIN_ENV in env:
-        return ("marlin", f"{MARLIN_ENV}=1") if env[MARLIN_ENV] else ("triton", f"{MARLIN_ENV}=0")
-    if cc != 100 and (cc < 90 or not tk or not r.torch_ok):
+    if env.get(MARLIN_ENV):
+        return "marlin", f"{MARLIN_ENV}=1"
+    # 0.10.1 mxfp4.py: VLLM_MXFP4_USE_MARLIN=0 returns from _should_use_marlin before the checks below; the layer then
+    # still takes FlashInfer where should_use_flashinfer_mxfp4() holds (process_weights_after_loading's elif)
+    if MARLIN_ENV not in env and cc != 100 and (cc < 90 or not tk or not r.torch_ok):
         return "marlin", "Marlin off SM 10.0 " + ("below SM 9.0" if cc < 90 else "without triton_kernels and torch "
                                                   "2.8 (the wheel pins torch 2.7.1)")
     if _set(env, MXFP8_ENV) or env.get(BF16_ENV, fi and MXFP8_ENV not in env):
@@ -129,21 +136,30 @@ def _legacy(r: _Rule, cc: int, env: dict, tk: bool, fi: bool) -> tuple[str, str]
 
 
 def _oracle(r: _Rule, cc: int, env: dict, tk: bool, fi: bool) -> tuple[str, str]:
-    """0.19+: the env vars first, then the priority list (module docstring rows)."""
+    """0.19+: the env vars first (to 0.23), then the priority list (module docstring rows). Read in 0.19.0
+    oracle/mxfp4.py select_mxfp4_moe_backend: an env var's backend goes through _return_or_raise, a ValueError where
+    its kernel does not support the GPU (TrtLlmMxfp4Experts: the SM 10.x family with flashinfer; FlashInferExperts'
+    MXFP4 × MXFP8 scheme: has_device_capability(100)); Triton's _supports_current_device (9.0 <= capability < 11.0)
+    does not look at triton_kernels (has_triton_kernels gates the LoRA path only)."""
+    env = env if r.reads_env else {}
     bf16 = env.get(BF16_ENV)
     if bf16:
         if cc == 90 or fi:
             return ("flashinfer_cutlass" if cc == 90 else "flashinfer_trtllm"), f"{BF16_ENV}=1"
         raise InputError(f"{BF16_ENV}=1: vLLM refuses it below SM 9.0 and off SM 9.0/10.x (oracle/mxfp4.py)")
-    for name, pick in ((MXFP8_ENV, "flashinfer_trtllm"), (CUTLASS_ENV, "flashinfer_cutlass"), (MARLIN_ENV, "marlin")):
+    for name, pick, ok in ((MXFP8_ENV, "flashinfer_trtllm", fi), (CUTLASS_ENV, "flashinfer_cutlass", cc >= 100),
+                           (MARLIN_ENV, "marlin", True)):
+        if _set(env, name) and not ok:
+            raise InputError(f"{name}=1 on SM {cc // 10}.{cc % 10}: vLLM refuses to start (\"Mxfp4 MoE backend "
+                             f"'{pick}' does not support the deployment configuration\", oracle/mxfp4.py): it needs "
+                             + ("the SM 10.x family" if pick == "flashinfer_trtllm" else "SM 10.0 or later"))
         if _set(env, name):
             return pick, f"{name}=1"
     if fi and bf16 is not False:
         return "flashinfer_trtllm", "FlashInfer TRT-LLM MXFP4 BF16, first on the SM 10.x family"
-    if tk and 90 <= cc < 110:
-        return "triton", "Triton (matmul_ogs), first on SM 9.0"
-    if cc == 90 and bf16 is not False:
-        return "flashinfer_cutlass", "FlashInfer CUTLASS MXFP4 BF16 (Triton needs triton_kernels)"
+    if 90 <= cc < 110:
+        return "triton", "Triton (matmul_ogs), first on SM 9.0" + ("" if tk else " (the oracle does not check "
+                                                                    "triton_kernels: without it the load fails)")
     return "marlin", "Marlin, the first backend that supports " + ("SM " + f"{cc // 10}.{cc % 10}")
 
 
