@@ -50,6 +50,7 @@ def parse_tokens(text: str | int, *, what: str = "tokens", vllm_version: tuple[i
                              f"{TOKEN_SUFFIXES[suffix]:,}); write {number}{suffix.lower()} ({suffix.lower()} = "
                              f"{TOKEN_SUFFIXES[suffix.lower()]:,}) or a whole number of {suffix}")
         value = Fraction(number) * TOKEN_SUFFIXES[suffix]
+        _check_float_reading(text.strip(), number, suffix, value, what)
     elif isinstance(text, int) and not isinstance(text, bool):
         value = Fraction(text)
     else:
@@ -57,6 +58,20 @@ def parse_tokens(text: str | int, *, what: str = "tokens", vllm_version: tuple[i
     if value < 1 or value.denominator != 1:
         raise InputError(f"{what}: {text!r} must be a whole, positive number of tokens")
     return int(value)
+
+
+def _check_float_reading(text: str, number: str, suffix: str, value: Fraction, what: str) -> None:
+    """Refuse a whole decimal count that vLLM reads as another number: ``human_readable_int`` (engine/arg_utils.py of
+    0.10.1–0.19.0, utils/argparse_utils.py of 0.26.0–0.34.0) returns ``int(float(number) * mult)`` for a lowercase
+    suffix, so a binary-float product just below the whole value truncates ("1.005k" → 1004.9999999999999 → 1,004;
+    "8.2m" → 8,199,999)."""
+    if "." not in number or value.denominator != 1:
+        return
+    read = int(float(number) * TOKEN_SUFFIXES[suffix])
+    if read != value:
+        raise InputError(f"{what}: {text!r}: vLLM reads it as {read:,}, not {int(value):,} (its human_readable_int "
+                         f"takes int(float({number!r}) * {TOKEN_SUFFIXES[suffix]:,}), and the float product falls "
+                         f"just short); write {int(value)} (or {read} for vLLM's reading)")
 
 
 def _release(ver: tuple[int, int, int]) -> str:
@@ -84,12 +99,21 @@ def parse_max_model_len(text: str | int, *, what: str = "--max-model-len",
         if vllm_version is None or vllm_version >= AUTO_MAX_MODEL_LEN_FROM:
             return AUTO_MAX_MODEL_LEN
         said = (f"`vllm serve` exits with \"invalid human_readable_int value: {word!r}\"" if word.lower() == "auto"
-                else "it reads -1 as a length of -1 tokens, which no request fits")
+                else _minus_one_words(vllm_version))
         raise InputError(f"{what} {word}: vLLM {_release(vllm_version)} has no auto-fit ({said}); -1 and auto (the "
                          "longest length whose one request fits the KV memory, at most the model's) are read from "
                          f"{_release(AUTO_MAX_MODEL_LEN_FROM)}: give a length, or --engine-version "
                          f"{_release(AUTO_MAX_MODEL_LEN_FROM)} or later")
     return parse_tokens(text, what=what, vllm_version=vllm_version)
+
+
+def _minus_one_words(ver: tuple[int, int, int]) -> str:
+    """What a release before 0.14 does with --max-model-len -1: 0.13.0's ModelConfig declares ``max_model_len:
+    int = Field(default=None, gt=0)`` (config/model.py), so pydantic refuses it at start-up; 0.10.1–0.12.0 declare it
+    ``SkipValidation[int]`` and ``_get_and_verify_max_len`` returns -1 as given."""
+    if ver >= (0, 13, 0):
+        return "its ModelConfig refuses it at start-up (max_model_len must be greater than 0)"
+    return "it reads -1 as a length of -1 tokens, which no request fits"
 
 
 def _plain_int(text: str, what: str) -> Fraction:

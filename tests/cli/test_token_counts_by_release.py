@@ -49,8 +49,22 @@ def test_auto_and_minus_one_refused_before_0_14_with_what_that_release_does():
     # 0.10.1: int("-1") passes argparse and _get_and_verify_max_len returns -1 as the length (config/__init__.py)
     with pytest.raises(InputError, match="it reads -1 as a length of -1 tokens, which no request fits"):
         parse_max_model_len("-1", vllm_version=(0, 10, 1))
+    # 0.13.0: config/model.py declares max_model_len: int = Field(default=None, gt=0): pydantic refuses -1
+    with pytest.raises(InputError, match="its ModelConfig refuses it at start-up"):
+        parse_max_model_len("-1", vllm_version=(0, 13, 0))
     assert "read from 0.14.0" in refused("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--engine-version",
                                          "0.10.1", "--max-model-len", "auto")
+
+
+@pytest.mark.parametrize("text, read", [("1.005k", "1,004"), ("8.2m", "8,199,999"), ("4.1m", "4,099,999")])
+def test_a_decimal_vllm_truncates_is_refused(text, read):
+    # human_readable_int (engine/arg_utils.py 0.10.1-0.19.0, utils/argparse_utils.py 0.26.0-0.34.0) returns
+    # int(float(number) * mult) for k m g t: float("1.005") * 1000 = 1004.9999999999999 → 1,004, and
+    # 8.2 * 10**6 = 8199999.999999999 → 8,199,999, where the exact decimal is 1,005 and 8,200,000
+    with pytest.raises(InputError, match=re.escape(f"vLLM reads it as {read}")):
+        parse_tokens(text, what="--max-model-len")
+    # the same decimals whose float product is exact are read as written: 25.6 * 1000 = 25600.0, 1.5 * 1000 = 1500.0
+    assert (parse_tokens("25.6k"), parse_tokens("1.5k"), parse_tokens("4.35k")) == (25_600, 1_500, 4_350)
 
 
 def test_other_engines_keep_kvledgers_vocabulary():
