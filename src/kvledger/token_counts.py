@@ -33,7 +33,8 @@ def parse_tokens(text: str | int, *, what: str = "tokens", vllm_version: tuple[i
     (``--max-model-len``, ``--max-num-batched-tokens``) and kvledger's own (``--context``, ``--window`` …): one
     vocabulary. As vLLM, a count without a suffix must read as a Python int ("32768.0" and "1e4" are refused:
     ``_plain_int``) and a decimal before an uppercase suffix is refused ("1.5K"); unlike vLLM, which drops the
-    fraction, so is a suffixed count that is not whole ("1.0005k"). ``vllm_version``: the vLLM release that reads the
+    fraction, so is a suffixed count that is not whole ("1.0005k"), or one vLLM's float product reads as another
+    whole number ("1.005k": ``_check_float_reading``). ``vllm_version``: the vLLM release that reads the
     flag, where the caller knows it: t and T are refused before ``T_SUFFIX_FROM`` with that release's words; None (not
     vLLM, or no version given: the newest modelled, which reads them) accepts every suffix.
 
