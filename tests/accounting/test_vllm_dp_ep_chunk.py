@@ -1,12 +1,13 @@
-"""vLLM 0.14–0.17's profile-run workspace under DP × EP, and FlashInfer CUTLASS's chunked (M, K) workspace, hand-worked.
+"""vLLM 0.12–0.17's profile-run workspace under DP × EP, and FlashInfer CUTLASS's chunked (M, K) workspace, hand-worked.
 
-Read in vLLM 0.14.0–0.17.0 ``fused_moe/modular_kernel.py::FusedMoEModularKernel._allocate_buffers``: when the kernel
+Read in vLLM 0.12.0–0.17.0 ``fused_moe/modular_kernel.py::FusedMoEModularKernel._allocate_buffers``: when the kernel
 carries a parallel config with dp_size > 1 and use_ep (``is_dp_ep``), its experts chunk, and the forward has no
 attention metadata (the profile's dummy run), it first asks the workspace manager for ``workspace_shapes`` at
 VLLM_FUSED_MOE_CHUNK_SIZE = 16,384 rows (workspace13, workspace2 and the output at once), whatever the rows; the
 manager's one buffer keeps the larger request. deepep_high_throughput builds the kernel through
-``FusedMoEModularMethod.make`` (with the config, 0.14.0–0.17.0); the FP8 oracle does for the gathering backends from
-0.15.0 (``oracle/fp8.py::make_fp8_moe_kernel``); the unquantized oracle does not.
+``FusedMoEModularMethod.make`` (with the config, 0.13.0–0.17.0; 0.12.0 tests the global config); the FP8 oracle
+does for the gathering backends from 0.15.0 (``oracle/fp8.py::make_fp8_moe_kernel``); the unquantized oracle does
+not.
 
 Qwen3-30B-A3B (bf16) under EP: whole experts, I = 768, h = 2,048, top-8: a row is 8 × (max(768, 2,048) + max(1,536,
 2,048)) × 2 B = 65,536 B of workspace13 + workspace2, and its output row 2,048 × 2 = 4,096 B.
@@ -37,8 +38,12 @@ def test_deepep_ht_profile_reserves_a_whole_chunk(qwen):
     # DP 8 × 1,024 tokens = 8,192 rows, one chunk: the regular call wants 8,192 × 65,536 = 536,870,912 B (output in
     # workspace13), the profile's worst case 16,384 × 65,536 + 16,384 × 4,096 = 1,073,741,824 + 67,108,864
     # = 1,140,850,688 B, the larger kept
-    for ver in ((0, 14, 0), (0, 15, 0), (0, 16, 0), (0, 17, 0), (0, 17, 1)):
+    # (0.12.0 and 0.13.0 too: their _allocate_buffers make the same request, 0.12 on the global parallel config;
+    # VLLM_FUSED_MOE_CHUNK_SIZE is 16 × 1024 from 0.12.0's envs.py)
+    for ver in ((0, 12, 0), (0, 13, 0), (0, 14, 0), (0, 15, 0), (0, 16, 0), (0, 17, 0), (0, 17, 1)):
         assert moe_workspace(qwen, ver, 8192, 1, "sm90", 8, 8, "deepep_high_throughput")[0] == 1_140_850_688
+    # 0.11.2's _allocate_buffers has no profile-run reservation
+    assert not profile_full_chunk(qwen, (0, 11, 2), 8, 8, "deepep_high_throughput")
     # 65,536 rows, four chunks: the regular call is larger, 16,384 × 65,536 + 65,536 × 4,096 = 1,342,177,280 B
     assert moe_workspace(qwen, (0, 16, 0), 65_536, 1, "sm90", 8, 8, "deepep_high_throughput")[0] == 1_342_177_280
     # 0.18.0 has no chunking: 8,192 × 65,536; the default gathering backend with the unquantized oracle: no config

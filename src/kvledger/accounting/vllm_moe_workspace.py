@@ -72,9 +72,12 @@ nor the chunking; every 0.17.x patch release taken as 0.17.0). Before 0.15 it ma
 (``vllm_moe_backend``: FP8 on Hopper)."""
 
 
-DP_EP_FULL_CHUNK = ((0, 14, 0), MODULAR_CHUNKED[1])
+DP_EP_FULL_CHUNK = ((0, 12, 0), MODULAR_CHUNKED[1])
 """The releases whose profile run reserves a whole chunk when the modular kernel carries a DP × EP parallel config
-(``modular_kernel.py::FusedMoEModularKernel._allocate_buffers``, read in 0.14.0, 0.15.0, 0.16.0 and 0.17.0: with no
+(``modular_kernel.py::FusedMoEModularKernel._allocate_buffers``, read in 0.12.0, 0.13.0, 0.14.0, 0.15.0, 0.16.0 and
+0.17.0; absent from 0.11.2. 0.12.0 tests the global ``parallel_config`` (data_parallel_size > 1 and
+enable_expert_parallel) and grows its three ``SharedResizableBuffer`` s, the same bytes; 0.13.0 on, the kernel's own
+``moe_parallel_config``, which ``FusedMoEModularMethod.make`` passes from 0.13.0. With no
 attention metadata (the profile's dummy run), ``fused_experts.enable_chunking()`` and ``is_dp_ep`` (dp_size > 1 and
 use_ep), it first asks the workspace manager for ``workspace_shapes(VLLM_FUSED_MOE_CHUNK_SIZE, …)``'s workspace13,
 workspace2 and output at once, "worst-case" since the routed rows may not reach a rank in the profile; the chunk is
@@ -88,7 +91,9 @@ def profile_full_chunk(model: ModelSpec, ver: tuple[int, int, int], dp: int, ep:
     DP × EP deployment (``dp`` > 1, ``ep`` > 1) with all2all ``backend`` (None: the default, gathering one).
 
     The kernel carries the parallel config (``is_dp_ep``) where it is built with it: ``fused_moe_modular_method.py::
-    FusedMoEModularMethod.make`` for an all2all-kernel backend (0.14.0–0.17.0), of which deepep_high_throughput runs
+    FusedMoEModularMethod.make`` for an all2all-kernel backend (0.13.0–0.17.0; 0.12.0 reads the global config, so every
+    modular kernel there: of its gathering-backend ones, the FP8 DeepGEMM kernel when deep_gemm is installed, not
+    modelled here), of which deepep_high_throughput runs
     the standard-format Triton/DeepGEMM experts (``supports_chunking`` True; pplx's and deepep_low_latency's batched
     experts return False), and the FP8 and NVFP4 oracles (``oracle/fp8.py::make_fp8_moe_kernel``,
     ``oracle/nvfp4.py``, 0.15.0–0.17.0; 0.14.0's build theirs without it) for the gathering backends: fp8.py's and
