@@ -1,6 +1,6 @@
 """vLLM's --all2all-backend (VLLM_ALL2ALL_BACKEND before 0.11.1): each release's choices, default and fallbacks, its
 refusals in vLLM's words, and the profile rows per backend (vllm_all2all.py), read in 0.9.0, 0.11.0, 0.12.0–0.15.0,
-0.17.0, 0.19.0, 0.26.0, 0.29.0 and 0.33.0 (config/parallel.py, envs.py, default_moe_runner.py::use_dp_chunking).
+0.17.0, 0.19.0, 0.26.0, 0.29.0, 0.33.0 and 0.34.0 (config/parallel.py, envs.py, default_moe_runner.py::use_dp_chunking).
 
 Qwen3-235B-A22B (bf16): hidden 4,096, 128 routed experts of intermediate 1,536, top-8; vLLM's kept Triton workspace
 under EP is M × 8 × (4,096 + 4,096) × 2 B = M × 131,072 B (test_vllm_dp_moe.py).
@@ -33,6 +33,9 @@ QWEN = "Qwen/Qwen3-235B-A22B"
     ((0, 11, 0), "deepep_low_latency", "deepep_low_latency", "chunked"),  # 0.11 layer.py chunked forward
     ((0, 33, 0), "deepep_low_latency", "deepep_low_latency", "unmodelled"),  # 0.33: no DP chunking
     ((0, 33, 0), "deepep_high_throughput", "deepep_high_throughput", "routed"),
+    # 0.34.0 config/parallel.py's All2AllBackend has a plain "mori" again (0.23–0.33 only the two mori_*): taken, and
+    # its rows not modelled (no DP chunking since 0.20)
+    ((0, 34, 0), "mori", "mori", "unmodelled"),
 ])
 def test_backend_vllm_runs_and_how_its_rows_count(ver, given, backend, rows):
     c = all2all_choice(ver, given)
@@ -56,6 +59,7 @@ def test_rows_per_backend():
     ((0, 33, 0), "passthrough", "invalid choice: 'passthrough'"),  # arg_utils.py removes it from the CLI choices
     ((0, 19, 0), "moonep", "invalid choice: 'moonep'"),  # 0.33's Literal only
     ((0, 29, 0), "mori", "invalid choice: 'mori'"),  # 0.26–0.29: mori_high_throughput / mori_low_latency
+    ((0, 33, 0), "mori", "invalid choice: 'mori'"),  # back in 0.34.0
     ((0, 14, 0), "mori", "invalid choice: 'mori'"),  # mori from 0.15
     ((0, 11, 0), "mori", "\"Invalid value 'mori' for VLLM_ALL2ALL_BACKEND. Valid options: ['naive', 'pplx', "),
     ((0, 9, 0), "deepep_low_latency", "'Unknown all2all backend: deepep_low_latency'"),

@@ -14,8 +14,8 @@ How it is given (read in each release's ``config/parallel.py`` and ``envs.py``):
   override it); its choices are ``All2AllBackend``'s Literal: "mori" from 0.15.0, "nixl_ep" and
   "flashinfer_nvlink_two_sided"/"_one_sided" from 0.18.0 (read in 0.18.0–0.22.0), "mori_high_throughput"/
   "_low_latency" (no plain "mori") from 0.23.0, "deepep_v2" from 0.24.0 (read in 0.23.0–0.26.0, 0.28.0, 0.29.0),
-  "moonep" in 0.33.0 ("passthrough" there too, but removed from the CLI choices in ``engine/arg_utils.py``). Releases
-  not read take the last read before them.
+  "moonep" in 0.33.0 ("passthrough" there too, but removed from the CLI choices in ``engine/arg_utils.py``), a plain
+  "mori" again in 0.34.0 (the mori_* two deprecated). Releases not read take the last read before them.
 * Fallbacks: 0.17.0 turns "pplx" into "allgather_reducescatter" (``ParallelConfig.__post_init__``); 0.19.0 on, "naive"
   and "pplx"; 0.18.0 on, "flashinfer_all2allv" is an alias of "flashinfer_nvlink_two_sided".
 
@@ -63,6 +63,9 @@ _CHOICES: tuple[tuple[tuple[int, int, int], tuple[str, ...]], ...] = (
     ((0, 23, 0), (*_BASE[:4], "mori_high_throughput", "mori_low_latency", "nixl_ep", *_BASE[4:], *_FI)),
     ((0, 24, 0), (*_BASE[:4], "deepep_v2", "mori_high_throughput", "mori_low_latency", "nixl_ep", *_BASE[4:], *_FI)),
     ((0, 33, 0), (*_BASE[:4], "deepep_v2", "mori_high_throughput", "mori_low_latency", "moonep", "nixl_ep",
+                  *_BASE[4:], *_FI)),
+    # 0.34.0 config/parallel.py: a plain "mori" again (MoRI EPv2 where supported), the two mori_* kept as deprecated
+    ((0, 34, 0), (*_BASE[:4], "deepep_v2", "mori_high_throughput", "mori_low_latency", "moonep", "mori", "nixl_ep",
                   *_BASE[4:], *_FI)),
 )
 """Each read release's choices (the Literal's order, as vLLM's argparse lists them), from that release on."""
