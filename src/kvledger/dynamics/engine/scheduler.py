@@ -10,7 +10,7 @@ prefill and decode phases: each request's ``num_computed_tokens`` catches up wit
                                    a step that reaches num_tokens samples token g+1
 
 1. Budget = ``max_num_batched_tokens``. Each running request, in order, gets ``min(num_tokens − computed, budget,
-   max_model_len − 1 − computed)`` tokens (0.9.2–0.34.0; 0.8.5, 0.9.0 lack the − 1: moot, see the loop), cut first to
+   max_model_len − 1 − computed)`` tokens (0.9.2–0.34.0; 0.8.5–0.9.1 lack the − 1: moot, see the loop), cut first to
    ``long_prefill_token_threshold`` when set (waiting requests too; from vLLM 0.31 not while one request is running or
    waiting); with align-mode Mamba state groups a prefill chunk short of the prefill end is cut to a block boundary
    (vLLM 0.33 ``_mamba_block_aligned_split``, swa_step.py ``aligned_chunk``; waiting requests too, and a chunk cut to
