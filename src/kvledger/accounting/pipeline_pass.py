@@ -59,6 +59,7 @@ class PipelineSends:
     scaleup_bytes_per_s: float
     nic_source: str
     hidden: int = 0
+    crossing: tuple[bool, ...] = ()  # per boundary (stage b to b + 1): whether it crosses nodes (``pipeline_sends``)
 
     def seconds(self, tokens: int) -> float:
         """Time the pass spends on its sends for a step of ``tokens`` tokens, s (module doc)."""
@@ -72,6 +73,20 @@ class PipelineSends:
         gather = 0.0 if not split else (self.pp - 1) * (
             (self.tp - 1) * NVLINK_HOP_LATENCY_S + whole * (self.tp - 1) / self.tp / self.scaleup_bytes_per_s)
         return net + near + gather
+
+    def boundary_s(self, tokens: int, b: int) -> float:
+        """One boundary's send (stage ``b`` to ``b`` + 1) for a step of ``tokens`` tokens, s: its link's latency and
+        the slice at its bandwidth, plus the receivers' all-gather (``seconds`` prices the pass's P − 1 of them)."""
+        from kvledger.accounting.tp_network import NET_HOP_LATENCY_S, NVLINK_HOP_LATENCY_S
+
+        whole = tokens * self.bytes_per_token
+        split = self.tp > 1 and tokens * self.hidden % self.tp == 0
+        sl = whole / self.tp if split else whole
+        across = self.crossing[b] if self.crossing else False
+        link = NET_HOP_LATENCY_S + sl / self.nic_bytes_per_s if across else (
+            NVLINK_HOP_LATENCY_S + sl / self.scaleup_bytes_per_s)
+        return link + (0.0 if not split else (self.tp - 1) * NVLINK_HOP_LATENCY_S
+                       + whole * (self.tp - 1) / self.tp / self.scaleup_bytes_per_s)
 
     def data(self, decode_tokens: int, prefill_tokens: int) -> dict[str, Any]:
         """The figures for JSON and the report: the sends of a decode step and of a prefill chunk."""
@@ -92,13 +107,14 @@ def pipeline_sends(model: ModelSpec, gpu: GpuSpec, s: PlanSettings) -> PipelineS
     if s.pp <= 1:
         return None
     per_node = s.tp * s.pp // max(1, s.nnodes)
-    across = sum(1 for b in range(1, s.pp) if (b * s.tp - 1) // per_node != (b * s.tp) // per_node)
+    crossing = tuple((b * s.tp - 1) // per_node != (b * s.tp) // per_node for b in range(1, s.pp))
+    across = sum(crossing)
     nic, src = ((s.inter_node_link_bytes_per_s, "--inter-node-link") if s.inter_node_link_bytes_per_s
                 else (NIC_BYTES_PER_S, NIC_SOURCE))
     has_link = gpu.interconnect_bytes_per_s > 0 or gpu.host_link_bytes_per_s > 0
     scaleup = link_bytes_per_s(gpu, s.allreduce_link_share) if has_link else nic
     return PipelineSends(s.pp, s.tp, SENT_TENSORS * model.hidden_size * model.dtype_bytes, across, s.pp - 1 - across,
-                         nic, scaleup, src, model.hidden_size)
+                         nic, scaleup, src, model.hidden_size, crossing)
 
 
 def pipeline_roofline(roof: Any, model: ModelSpec, gpu: GpuSpec, s: PlanSettings) -> Any:

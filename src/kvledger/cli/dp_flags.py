@@ -1,7 +1,8 @@
-"""The data-parallel flags of the simulator-based commands (``kvledger plan`` models their memory:
+"""The parallelism flags of the simulator-based commands beyond TP (``kvledger plan`` models their memory:
 accounting/dp_attention.py): ``simulate``, ``goodput``, ``cost`` and ``report`` simulate vLLM's DP ranks of a MoE
 model in lock-step (``SimDataParallelFlags``, through :func:`with_dp`; analyses/serving/sim_dp.py) and refuse SGLang's
-DP attention and pipeline stages; ``search`` takes a DP axis (``SearchDataParallelFlags``)."""
+DP attention; ``simulate``, ``goodput --simulate`` and ``cost --simulate`` simulate vLLM's pipeline stages
+(analyses/serving/sim_pp.py), ``report`` refuses them; ``search`` takes a DP axis (``SearchDataParallelFlags``)."""
 
 from __future__ import annotations
 
@@ -25,13 +26,11 @@ DP_REFUSAL = (
 
 
 PP_REFUSAL = (
-    "--pp {pp}: pipeline parallelism is planned (`kvledger plan --pp N`: each stage's layers, weights and KV) but not "
-    "simulated: the simulator steps one TP group per replica (or vLLM's DP ranks in lock-step), not stages passing "
-    "micro-batches to one another; plan the stages with `kvledger plan` (its roofline prices a step as one pass "
-    "through them, with the sends between stages), and simulate one stage-free layout on the same GPUs: --tp × {pp} "
-    "(e.g. --tp 16 for --tp 8 --pp 2 on 8-GPU nodes: one TP group across the nodes, its all-reduces over the NICs; "
-    "--inter-node-link gives yours), or --data-parallel-size with --enable-expert-parallel for a MoE model")
-"""The refusal of pipeline stages in ``kvledger simulate``, formatted with the size given."""
+    "--pp {pp}: pipeline parallelism is simulated by `kvledger simulate`, `goodput --simulate` and `cost --simulate` "
+    "(vLLM's batch queue of pipeline_parallel_size batches), not yet by {command}; run one of those with --pp {pp}, "
+    "plan the stages with `kvledger plan --pp {pp}`, or simulate one TP group on the same GPUs here: --tp × {pp} "
+    "(e.g. --tp 16 for --tp 8 --pp 2 on 8-GPU nodes: its all-reduces over the NICs; --inter-node-link gives yours)")
+"""The refusal of pipeline stages in a command that does not simulate them, formatted with the size and command."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +44,9 @@ class SimDataParallelFlags:
     enable_dp_attention: bool = flag("--enable-dp-attention", default=False, help=(
         "SGLang's DP attention: not simulated (`kvledger plan` models its memory); refused here."))
     pp: int | None = flag("--pp", "--pipeline-parallel-size", help=(
-        "Not simulated: `kvledger plan` models pipeline stages; refused here."))
+        "vLLM's pipeline stages, each --tp GPUs with its share of the layers and their KV: up to N batches in flight "
+        "(vLLM's batch queue), each stage priced as its layers' share of the step plus the send to the next "
+        "(simulate, goodput --simulate, cost --simulate; refused by report)."))
     all2all_backend: str | None = flag("--all2all-backend", help=(
         "vLLM's expert-parallel all-to-all backend (VLLM_ALL2ALL_BACKEND before 0.11.1) for the DP ranks' memory plan: "
         "the rows each GPU's MoE layers run in the profile, as `kvledger plan --all2all-backend` counts them "
@@ -58,8 +59,8 @@ class SimDataParallelFlags:
                              "simulated; `kvledger simulate` steps vLLM's DP ranks of a MoE model in lock-step "
                              "(--data-parallel-size N --enable-expert-parallel), or one SGLang replica (--policy "
                              "sglang without DP attention)")
-        if self.pp not in (None, 1):
-            raise InputError(PP_REFUSAL.format(pp=self.pp))
+        if self.pp is not None and self.pp < 1:
+            raise InputError(f"--pp {self.pp}: give a stage count of at least 1")
         if self.data_parallel_size is not None and self.data_parallel_size < 1:
             raise InputError(f"--data-parallel-size {self.data_parallel_size}: give a rank count of at least 1")
 
@@ -101,6 +102,8 @@ def with_dp(args, dp: SimDataParallelFlags | None, refused_with: str | None = No
 
     if dp is not None and dp.all2all_backend is not None:  # the memory plan's rows (accounting/vllm_all2all.py)
         args = dataclasses.replace(args, all2all_backend=dp.all2all_backend)
+    if dp is not None and (dp.pp or 1) > 1:  # vLLM's pipeline stages (analyses/serving/sim_pp.py)
+        args = _with_pp(args, dp, refused_with)
     if dp is None or (dp.data_parallel_size or 1) == 1:
         return args
 
@@ -116,9 +119,26 @@ def with_dp(args, dp: SimDataParallelFlags | None, refused_with: str | None = No
     return args
 
 
+def _with_pp(args, dp: SimDataParallelFlags, refused_with: str | None):
+    """``args`` with ``--pp`` above 1, checked (``sim_pp.check_pp_request``)."""
+    import dataclasses
+
+    from kvledger.analyses.serving.sim_pp import check_pp_request
+
+    if refused_with:
+        raise InputError(f"--pp {dp.pp} with {refused_with}: the pipeline simulation serves a trace or a synthetic "
+                         f"workload (open loop or --concurrency) from the stages' GPU KV pool; drop {refused_with}")
+    args = dataclasses.replace(args, pp=dp.pp, data_parallel_size=dp.data_parallel_size)
+    check_pp_request(args)
+    return args
+
+
 def refuse_dp_on_files(dp: SimDataParallelFlags) -> None:
     """--data-parallel-size / --enable-dp-attention with measured FILEs: the run's own layout is what was measured."""
     if (dp.data_parallel_size or 1) > 1:
         raise InputError(f"--data-parallel-size {dp.data_parallel_size} applies to --simulate (vLLM's DP ranks of a "
                          "MoE model in lock-step); a FILE's run is priced as it was measured: drop it, or give "
                          "--num-gpus for the GPUs that served the file")
+    if (dp.pp or 1) > 1:
+        raise InputError(f"--pp {dp.pp} applies to --simulate (vLLM's pipeline stages); a FILE's run is priced as it "
+                         "was measured: drop it, or give --num-gpus for the GPUs that served the file")

@@ -162,6 +162,10 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
     from kvledger.catalog.given_prices import one_gpu_usd
     from kvledger.errors import InputError
 
+    if dp is not None and (dp.pp or 1) > 1:  # its sweeps and static/contiguous runs step one TP group
+        from kvledger.cli.dp_flags import PP_REFUSAL
+
+        raise InputError(PP_REFUSAL.format(pp=dp.pp, command="`kvledger report`"))
     synthetic = {"prompt_lengths": r.prompt_lengths, "output_lengths": r.output_lengths, "arrival_cv": r.arrival_cv}
     if r.trace is not None and any(v is not None for v in synthetic.values()):  # cost's refusal (sim_opts)
         raise InputError("give either --trace or a synthetic workload (--prompt-lengths/--output-lengths), not both")

@@ -26,6 +26,7 @@ from kvledger.dynamics.engine.router import make_router
 from kvledger.dynamics.outputs.itl_gaps import SKETCH_NOTE, merged_stats
 from kvledger.dynamics.outputs.metrics import DEFINITIONS, Summary, summarize_records
 from kvledger.dynamics.outputs.steplog import StepLog, chrome_trace
+from kvledger.dynamics.pipeline import PipelineReplica, pipeline_facts, run_pipeline
 from kvledger.dynamics.replica import Replica
 from kvledger.dynamics.workload.closed_loop import ClosedLoop
 from kvledger.dynamics.workload.columns import WorkloadColumns
@@ -142,17 +143,15 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
         InputError: bad settings or a malformed request (named by its id); a request id given twice (a list)."""
     _check_inputs(requests, config, num_replicas)
     dp, rank_cost = (cost.dp, cost.inner) if data_parallel_rule else (1, cost)
-    replicas = [Replica(config, rank_cost, i, record_steps=record_steps, fast_forward=fast_forward and dp == 1,
-                        record_token_times=record_token_times, kv_manager=kv_manager_factory and kv_manager_factory(
-                            config, i)) for i in range(num_replicas * dp)]
+    replicas = _replicas(config, cost, rank_cost, num_replicas * dp, kv_manager_factory, stop, data_parallel_rule,
+                         record_steps, record_token_times, fast_forward and dp == 1)
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the run makes millions of small objects but no garbage cycles; collections only cost time
     try:
-        recs, dp = _run_lockstep(requests, replicas, cost, data_parallel_rule, progress) if data_parallel_rule \
-            else (run_cluster(requests, replicas, make_router(router), progress, as_columns=records_as_columns,
-                              stop=stop), None)
+        recs, dp = _serve(requests, replicas, cost, data_parallel_rule, router, progress, records_as_columns, stop)
         res = _with_dp(_result(requests, config, rank_cost, replicas, recs, record_steps, num_replicas, router, model,
                                hardware), dp)
+        res.extra.update(pipeline_facts(replicas[0]))  # {} but for the pipelined engine
         if stop is not None and stop.stopped_at_s is not None:
             res.extra["stopped_early"] = stop.evidence()
             res.records.metadata.extra["stopped_early"] = stop.evidence()
@@ -169,6 +168,30 @@ def _check_inputs(requests, config: EngineConfig, num_replicas: int) -> None:
         raise InputError(f"num_replicas must be an integer ≥ 1, got {num_replicas!r}")
     if config.batching == "static":  # a request static batching could never admit: refused before the run
         check_static_fit(config, _lengths(requests))
+
+
+def _serve(requests, replicas: list[Replica], cost, data_parallel_rule, router: str, progress, as_columns: bool,
+           stop) -> tuple[list, tuple[dict[str, Any], list[int]] | None]:
+    """(the records, the DP ranks' facts or None): DP ranks in lock-step, the pipelined engine or the cluster loop."""
+    if data_parallel_rule:
+        return _run_lockstep(requests, replicas, cost, data_parallel_rule, progress)
+    if isinstance(replicas[0], PipelineReplica):
+        return run_pipeline(requests, replicas[0], progress), None
+    return run_cluster(requests, replicas, make_router(router), progress, as_columns=as_columns, stop=stop), None
+
+
+def _replicas(config: EngineConfig, cost, rank_cost, n: int, kv_manager_factory, stop, data_parallel_rule,
+              record_steps: bool, record_token_times: bool, fast_forward: bool) -> list[Replica]:
+    """The ``n`` engines; pipeline stages with up to P batches in flight (``cost.overlapping``: pipeline.py) are one
+    engine that serves from its GPU pool, to the end of the workload."""
+    if not getattr(cost, "overlapping", False):
+        return [Replica(config, rank_cost, i, record_steps=record_steps, fast_forward=fast_forward,
+                        record_token_times=record_token_times,
+                        kv_manager=kv_manager_factory and kv_manager_factory(config, i)) for i in range(n)]
+    if n != 1 or kv_manager_factory is not None or stop is not None or data_parallel_rule:
+        raise InputError("pipeline stages are simulated for one engine from its GPU KV pool, run to the end: not with "
+                         "several replicas, a KV tier, an early stop or DP ranks")
+    return [PipelineReplica(config, cost, 0, record_steps=record_steps, record_token_times=record_token_times)]
 
 
 def _with_dp(res: SimResult, dp: tuple[dict[str, Any], list[int]] | None) -> SimResult:

@@ -223,7 +223,8 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
                   f"{eng['max_model_len']:,}, {bt} {eng['max_num_batched_tokens']:,}, {ns} "
                   f"{eng['max_num_seqs']:,}; batching {eng['batching']}, KV {eng['kv_allocation']}, prefix caching "
                   f"{_prefix_caching(eng)}, scheduling {eng['scheduling_policy']}")
-    for line in ([dp_line(payload.data_parallel)] if payload.data_parallel else []) + step_cost_lines(cost, False):
+    for line in ([dp_line(payload.data_parallel)] if payload.data_parallel else []) + (
+            [pp_line(payload.pipeline)] if payload.pipeline else []) + step_cost_lines(cost, False):
         console.print(line)
     spread = payload.seed_spread if payload.seed_spread is not None and not payload.seed_spread.seed_free else None
     console.print(_latency_table(s, spread))
@@ -278,3 +279,14 @@ def _saturation_words(dp: dict) -> str:
     said = (f"rank{'s' if len(sat) > 1 else ''} {', '.join(map(str, sat))} of {dp['data_parallel_size']} saturated "
             "(its own queue grew)" if sat else "no rank's queue grew")
     return f"; saturation judged per rank, each rank's own requests (a rank's queue cannot move to another): {said}"
+
+
+def pp_line(pp: dict) -> str:
+    """The pipeline line: stages, their layers and GPUs, batches in flight and how busy the stages were
+    (``sim_pp.pp_figures``)."""
+    busy = pp.get("stage_busy_share")
+    return (f"[bold]pipeline[/]: {pp['pipeline_parallel_size']} stages of "
+            f"{' + '.join(map(str, pp['layers_per_stage']))} layers on {pp['gpus']} GPUs ({pp['rule_source']}); up to "
+            f"{pp['batches_in_flight_max']} batch{'es' if pp['batches_in_flight_max'] > 1 else ''} in flight"
+            + (f"; stages busy {busy:.1%} of the engine's busy time (Σ stage compute ÷ stages × busy time)"
+               if busy is not None else ""))

@@ -137,10 +137,12 @@ def setup_band(setup: Any, metric: str, judged: Callable[[str], bool] | None = N
 
 
 def unmeasured_setting(cost: Any) -> str | None:
-    """What a step cost models that no run behind the bands had: vLLM's DP ranks (``dp_lockstep_cost``), a TP group
-    across nodes (``tp_network``); None for neither."""
+    """What a step cost models that no run behind the bands had: vLLM's DP ranks (``dp_lockstep_cost``), pipeline
+    stages (``pipeline_cost``), a TP group across nodes (``tp_network``); None for none."""
     if getattr(cost, "dp", 1) > 1:
         return "data parallelism"
+    if getattr(cost, "pp", 1) > 1:
+        return "pipeline parallelism"
     return "a TP group across nodes" if getattr(cost, "allreduce_span", None) is not None else None
 
 

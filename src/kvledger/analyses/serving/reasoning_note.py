@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["reasoning_note", "search_reasoning_note"]
+__all__ = ["reasoning_note", "search_reasoning_note", "trace_notes"]
 
 
 def reasoning_note(model: str, trace: str, output_tokens_mean: float) -> str | None:
@@ -31,3 +31,10 @@ def search_reasoning_note(spec: Any, entries: list[dict[str, Any]]) -> str | Non
         return None
     wl = next((e["workload"] for e in entries if e.get("status") == "feasible" and e.get("workload")), None)
     return None if wl is None else reasoning_note(spec.model, wl["trace"], wl["output_tokens_mean"])
+
+
+def trace_notes(trace: str, model: Any, output_tokens_mean: float) -> list[str]:
+    """The notes a simulation on ``trace`` gets: the trace's own (rows its reader left out) and a reasoning model's."""
+    from kvledger.dynamics.workload.traces import trace_note
+
+    return [n for n in (trace_note(trace), reasoning_note(model.name, trace, output_tokens_mean)) if n is not None]

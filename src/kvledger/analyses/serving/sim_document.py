@@ -97,8 +97,8 @@ class SimDocument:
 
     __json__ = ("summary", "replicas", "router", "data_parallel", "engine", ("workload", "workload_json"), "step_cost",
                 "client_latency", "overload", "too_short", "at_knee", "preemptions", "batch", "error_bands",
-                "band_coverage", "notes", "seed_spread", "kv_tiers")
-    __json_optional__ = ("kv_tiers",)
+                "band_coverage", "notes", "seed_spread", "kv_tiers", "pipeline")
+    __json_optional__ = ("kv_tiers", "pipeline")
     summary: dict[str, Any]
     replicas: int
     router: str | None
@@ -120,6 +120,7 @@ class SimDocument:
     """Requests held at once (``sim_batch.batch_occupancy``): running and waiting, time-weighted mean and max; None
     (null in the JSON: the key is always there) when every request was rejected."""
     kv_tiers: SimTierReport | None = None  # with a host KV tier (sim_tiers.run_with_tier); left out of the JSON else
+    pipeline: dict[str, Any] | None = None  # vLLM's PP stages (``sim_pp.pp_figures``); left out of the JSON else
 
     @property
     def kept_up(self) -> bool:

@@ -113,8 +113,9 @@ class SimulatedRun:
 
     @property
     def num_gpus(self) -> int:
-        """GPUs serving the run: replicas × tensor-parallel degree (× DP ranks: sim_dp.py)."""
-        return self.setup.replicas * self.setup.tp * getattr(self.setup.cost, "dp", 1)
+        """GPUs serving the run: replicas × tensor-parallel degree (× DP ranks: sim_dp.py; × PP stages: sim_pp.py)."""
+        cost = self.setup.cost
+        return self.setup.replicas * self.setup.tp * getattr(cost, "dp", 1) * getattr(cost, "pp", 1)
 
     @property
     def gpu_id(self) -> str:
@@ -143,9 +144,9 @@ class SimulatedRun:
         eng = self.result.config
         rules = p.engine_version if p.engine_version.endswith("rules") else f"{p.engine_version} rules"
         unit = "pages" if p.engine == "sglang" else "blocks"  # SGLang's pool: token slots in pages (kvledger plan)
-        dp = getattr(s.cost, "dp", 1)  # vLLM's DP ranks in lock-step (sim_dp.py): each its own pool
-        layout = (f"{f'DP {dp} × ' if dp > 1 else ''}TP {s.tp} × {s.replicas:,} replica{'' if s.replicas == 1 else 's'}"
-                  + (f", router {s.router}" if s.replicas > 1 else ""))
+        dp, pp = getattr(s.cost, "dp", 1), getattr(s.cost, "pp", 1)  # DP ranks in lock-step (sim_dp.py), stages
+        layout = (f"{f'DP {dp} × ' if dp > 1 else ''}TP {s.tp}{f' × PP {pp}' if pp > 1 else ''} × {s.replicas:,} "
+                  f"replica{'' if s.replicas == 1 else 's'}" + (f", router {s.router}" if s.replicas > 1 else ""))
         return [
             f"simulated run: {simulator_description(eng)}; {s.model_name} on {self.num_gpus}× {s.gpu_name} ({layout}); "
             f"workload {workload_text(wl)}, seed {self.args.seed}",

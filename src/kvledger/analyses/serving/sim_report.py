@@ -71,7 +71,7 @@ def simulate_document(setup: Any, result: Any) -> SimDocument:
     return SimDocument(summary, setup.replicas,
                        setup.router if setup.replicas > 1 else None, engine, info, setup.cost_info,
                        to_jsonable(overload), bands, notes, setup.client_latency, too_short=to_jsonable(short),
-                       at_knee=knee, preemptions=preempted,
+                       at_knee=knee, preemptions=preempted, pipeline=_pp_figures(setup, result),
                        batch=batch_occupancy(result.records.records, _engine_running_max(result), engines),
                        data_parallel=dp_figures(setup, result, dp_sat[0] if dp_sat else None))
 
@@ -99,3 +99,10 @@ def _engine_running_max(result: Any) -> int | None:
 def _latency_s(setup: Any) -> float:
     """The run's --client-latency, s (0 without one): its records' arrivals were moved that much earlier."""
     return setup.client_latency.seconds if setup.client_latency else 0.0
+
+
+def _pp_figures(setup: Any, result: Any) -> dict[str, Any] | None:
+    """The run's pipeline figures (``sim_pp.pp_figures``); None without stages."""
+    from kvledger.analyses.serving.sim_pp import pp_figures
+
+    return pp_figures(setup, result)

@@ -17,10 +17,12 @@ from kvledger.analyses.serving.null_block_edge import null_block_edge_notes
 from kvledger.analyses.serving.plan_pricing import plan_fractions
 from kvledger.analyses.serving.prefix_ids import has_prefix_ids
 from kvledger.analyses.serving.profile_scope import check_profile_scope, poor_profile_warning
+from kvledger.analyses.serving.reasoning_note import trace_notes
 from kvledger.analyses.serving.retention_flag import retention_interval_override
 from kvledger.analyses.serving.sched_defaults import scheduler_overrides
 from kvledger.analyses.serving.sim_document import PACED_MODE
 from kvledger.analyses.serving.sim_engine_flags import check_engine_flags
+from kvledger.analyses.serving.sim_pp import pipelined_cost, pp_overrides
 from kvledger.analyses.serving.step_cost_choice import gpu_profile_of, make_step_cost
 from kvledger.analyses.serving.step_cost_memo import file_mtime_ns, kept_step_cost
 from kvledger.argtypes import check_fields
@@ -84,6 +86,7 @@ class SimRequestArgs:
     prefix_cache_retention_interval: int | None = None  # vLLM ≥ 0.29: sparse checkpoints kept (retention_flag.py)
     enable_expert_parallel: bool | None = None  # vLLM --enable-expert-parallel (experts whole over DP × TP ranks)
     data_parallel_size: int | None = None  # vLLM --data-parallel-size of a MoE model: ranks in lock-step (sim_dp.py)
+    pp: int = 1  # vLLM --pipeline-parallel-size: stages of TP GPUs each (sim_pp.py, dynamics/pipeline.py)
     all2all_backend: str | None = None  # vLLM --all2all-backend: the DP + EP profile rows (accounting/vllm_all2all.py)
     enforce_eager: bool | None = None  # vLLM --enforce-eager: no CUDA graphs (memory plan and step cost's host term)
     wddm: bool | None = None  # Windows/WSL2 display driver: the whole board as the total, the driver's hold in use
@@ -130,7 +133,7 @@ _PLAN_FIELDS = tuple(("model gpu engine_version tp max_model_len gpu_memory_util
                       "num_gpu_blocks_override max_total_tokens enable_prefix_caching disable_hybrid_kv_cache_manager "
                       "enforce_eager mamba_ssm_cache_dtype achievable_flops_fraction enable_expert_parallel "
                       "allreduce_link_share achievable_bandwidth_fraction gpu_profile gemm_efficiency mxfp4_backend "
-                      "data_parallel_size inter_node_link enable_hierarchical_cache all2all_backend").split())
+                      "data_parallel_size inter_node_link enable_hierarchical_cache all2all_backend pp").split())
 
 
 def plan_engine(a: SimRequestArgs) -> str:
@@ -171,7 +174,7 @@ def _build_plan(a: SimRequestArgs):
     fractions = plan_fractions(a, gpu, roofline_model(model, quant))  # given, else the GPU profile's (plan_pricing)
     mml, auto, mnbt = engine_token_flags(a.max_model_len, a.max_num_batched_tokens, engine, a.engine_version)
     settings = make_settings(
-        engine=engine, engine_version=a.engine_version, tp=a.tp,
+        engine=engine, engine_version=a.engine_version, tp=a.tp, pp=a.pp,
         max_model_len=mml, auto_max_model_len=auto,
         gpu_memory_utilization=a.gpu_memory_utilization, mem_fraction_static=a.mem_fraction_static,
         kv_cache_dtype=a.kv_cache_dtype, quantization=quant.quantization,
@@ -262,11 +265,13 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
     overrides.update(sched)
     long_prefill, lp_notes = long_prefill_overrides(a, plan)  # vLLM's long-prefill flags, per release
     overrides.update(long_prefill)
+    overrides.update((pp := pp_overrides(a, plan))[0])  # --pp: async scheduling as vLLM resolves it (sim_pp.py)
     interval, ri_notes = retention_interval_override(a, plan)  # vLLM's --prefix-cache-retention-interval
     notes += lp_notes + ri_notes
     config, plan_notes = engine_config_from_plan(plan, policy=a.policy, null_block_edge=True,
                                                  retention_interval=interval, **overrides)
     cost, cost_info = kept_step_cost(a, plan, config.async_scheduling, config.batching)  # a probe: the last's
+    cost, cost_info = pipelined_cost(plan, config, cost, cost_info, pp[1], notes) if pp[0] else (cost, cost_info)
     if a.data_parallel_size:  # vLLM's DP ranks of a MoE model, priced in lock-step (sim_dp.py)
         from kvledger.analyses.serving.sim_dp import dp_note, lockstep_cost
 
@@ -278,7 +283,7 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
         raise InputError(shared_prefix_refusal("a session workload (each session's system prompt and earlier turns)"))
     workload, n, info = workload if given else _workload(a, requests, label)
     if not given and requests is None:  # rows the reader left out (BurstGPT's failed ones); a reasoning model on it
-        notes.extend(_trace_notes(a.trace, plan.model, info["output_tokens_mean"]))
+        notes.extend(trace_notes(a.trace, plan.model, info["output_tokens_mean"]))
     if config.hybrid_caching and a.enable_prefix_caching is None and not given and not has_prefix_ids(workload):
         config = replace(config, enable_prefix_caching=False)
         notes.append("no prompt in this workload shares a prefix, so vLLM's hybrid prefix caching could not hit: "
@@ -291,10 +296,3 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
     client = client_latency_for(a, plan.gpu.name, notes)  # --client-latency, its note added
     return SimSetup(config, cost, workload, n, a.replicas, a.router, plan.model.name, plan.gpu.name, info, cost_info,
                     plan_notes + notes + ([plan.dp_remedy] if plan.dp_remedy else []), a.tp, plan, prof, client)
-
-
-def _trace_notes(trace: str, model: Any, output_tokens_mean: float) -> list[str]:
-    from kvledger.analyses.serving.reasoning_note import reasoning_note
-    from kvledger.dynamics.workload.traces import trace_note
-
-    return [n for n in (trace_note(trace), reasoning_note(model.name, trace, output_tokens_mean)) if n is not None]
