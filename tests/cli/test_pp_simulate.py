@@ -1,0 +1,59 @@
+"""``--pp`` (vLLM --pipeline-parallel-size) in simulate, goodput --simulate and cost --simulate: vLLM's pipeline loop
+on the plan's stages (analyses/serving/sim_pp.py, dynamics/pipeline.py); what it does not model refused."""
+
+from __future__ import annotations
+
+from cli_run import cli_json, refused, run_cli
+
+L70 = ("meta-llama/Llama-3.1-70B-Instruct", "--gpu", "H100", "--tp", "8", "--pp", "2", "--engine-version", "0.19.0")
+OVERLAP = (*L70, "--no-async-scheduling", "--num-requests", "30")
+
+
+def test_simulate_runs_the_stages_and_says_where_the_rule_came_from():
+    # Llama-3.1-70B has 80 layers: vLLM's get_pp_indices gives 80 // 2 = 40 a stage; 2 stages × TP 8 = 16 GPUs
+    d = cli_json("simulate", *OVERLAP)
+    pp = d["pipeline"]
+    assert pp["pipeline_parallel_size"] == 2 and pp["layers_per_stage"] == [40, 40] and pp["gpus"] == 16
+    assert pp["batches_in_flight_max"] == 2 and 0 < pp["stage_busy_share"] <= 1
+    assert "vLLM 0.19.0 v1/engine/core.py EngineCore.step_with_batch_queue" in pp["rule_source"]
+    assert "stages of 40 + 40 layers" in d["step_cost"]["source"]
+    assert "simulated in the Python engine loop" in d["step_cost"]["source"]
+    assert d["engine"]["async_scheduling"] is False
+    assert all("measured on runs without pipeline parallelism (none with it)" in b["source"]
+               for b in d["error_bands"].values())
+    assert d["summary"]["num_finished"] == 30
+    assert cli_json("simulate", *OVERLAP) == d  # deterministic
+
+
+def test_the_text_names_the_pipeline():
+    res = run_cli("simulate", *OVERLAP)
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.stdout.split())
+    assert "pipeline: 2 stages of 40 + 40 layers on 16 GPUs" in text and "up to 2 batches in flight" in text
+
+
+def test_async_scheduling_runs_one_pass_at_a_time():
+    # vLLM 0.19 schedules asynchronously under PP by default: one batch through the stages at a time
+    d = cli_json("simulate", *L70, "--num-requests", "20")
+    assert d["engine"]["async_scheduling"] is True and d["pipeline"]["batches_in_flight_max"] == 1
+    assert "stage_busy_share" not in d["pipeline"]
+
+
+def test_pp_1_is_the_run_without_it():
+    args = ("simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--num-requests", "60", "--json")
+    assert run_cli(*args, "--pp", "1").stdout == run_cli(*args).stdout
+
+
+def test_goodput_counts_every_stage_gpu():
+    d = cli_json("goodput", "--simulate", *OVERLAP, "--rate", "2", "--slo", "ttft=2s,tpot=100ms")
+    assert d["num_gpus"] == 16 and d["num_completed"] == 30
+
+
+def test_what_is_not_modelled_is_refused():
+    assert "not yet by `kvledger report`" in refused("report", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--slo",
+                                                      "ttft=1s,tpot=50ms", "--pp", "2")
+    assert "schedules up to 3 batches ahead" in refused("simulate", *L70[:6], "4", *L70[7:], "--num-requests", "4")
+    assert "drop --replicas and --router" in refused("simulate", *OVERLAP, "--replicas", "2")
+    assert "SGLang's pipeline loop" in refused("simulate", *OVERLAP, "--policy", "sglang")
+    assert "read from 0.19.0 on" in refused("simulate", *L70[:-1], "0.18.0", "--num-requests", "4")
+    assert "--pp 0 is out of range" in refused("simulate", *L70[:6], "0", *L70[7:], "--num-requests", "4")
