@@ -74,7 +74,7 @@ def test_simulate_runs_the_dp_ranks_and_their_all2all_backend():
     assert default["engine"]["num_gpu_blocks"] == 25_910
     with pytest.raises(InputError, match=r"^kvledger\.simulate: .*invalid choice: 'bogus'"):
         kvledger.simulate(MOE, all2all_backend="bogus", num_requests=5, **DP)
-    with pytest.raises(InputError, match=r"^kvledger\.simulate: pp 2: pipeline parallelism is planned"):
+    with pytest.raises(InputError, match=r"^kvledger\.simulate: pp 2 on vLLM 0\.33\.0's V2 model runner"):
         kvledger.simulate(MOE, pp=2, num_requests=5, gpu="H100")
 
 
