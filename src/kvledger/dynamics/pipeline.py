@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.cluster import Arrivals
@@ -139,10 +140,16 @@ class PipelineReplica(Replica):
         return out
 
 
-def run_pipeline(source, rep: PipelineReplica, progress: Callable[[int, int], None] | None = None) -> list:
+def run_pipeline(source, rep: PipelineReplica, progress: Callable[[int, int], None] | None = None,
+                 stop: Any = None) -> list:
     """Serve ``source`` (an open-loop list or columns, or a closed loop) on one pipelined engine (module doc); the
-    records in arrival order, one per uid from 0."""
+    records in arrival order, one per uid from 0. ``stop`` (an open loop's ``early_stop.MissRule``): end once it
+    decides the run misses its target, as ``cluster.run_cluster`` does (checked after each batch's output)."""
     arr, out, users, uid, clock = Arrivals(source), [], {}, 0, 0.0
+    stop = None if arr.closed is not None else stop
+    if stop is not None:
+        stop.num_requests = arr.total if stop.num_requests is None else stop.num_requests
+        stop.check_every = max(1, arr.total // 100) if stop.check_every is None else stop.check_every
     think = arr.closed.think_time_s if arr.closed else 0.0
     cfg, tick = rep.cfg, max(1, arr.total // 200)
     while True:
@@ -177,6 +184,10 @@ def run_pipeline(source, rep: PipelineReplica, progress: Callable[[int, int], No
                 arr.send(rec.finish_s + think, user)
         if progress is not None and len(out) % tick == 0:
             progress(len(out), arr.total)
+        if stop is not None and stop.due(len(out)) and stop.decided([rep], out):
+            done = {i for i, _ in out}
+            out.extend((i, stop.record(arr._open[i])) for i in range(arr.total) if i not in done)
+            break
     out.sort(key=lambda x: x[0])
     return [rec for _, rec in out]
 

@@ -176,21 +176,21 @@ def _serve(requests, replicas: list[Replica], cost, data_parallel_rule, router: 
     if data_parallel_rule:
         return _run_lockstep(requests, replicas, cost, data_parallel_rule, progress)
     if isinstance(replicas[0], PipelineReplica):
-        return run_pipeline(requests, replicas[0], progress), None
+        return run_pipeline(requests, replicas[0], progress, stop), None
     return run_cluster(requests, replicas, make_router(router), progress, as_columns=as_columns, stop=stop), None
 
 
 def _replicas(config: EngineConfig, cost, rank_cost, n: int, kv_manager_factory, stop, data_parallel_rule,
               record_steps: bool, record_token_times: bool, fast_forward: bool) -> list[Replica]:
     """The ``n`` engines; pipeline stages with up to P batches in flight (``cost.overlapping``: pipeline.py) are one
-    engine that serves from its GPU pool, to the end of the workload."""
+    engine that serves from its GPU pool."""
     if not getattr(cost, "overlapping", False):
         return [Replica(config, rank_cost, i, record_steps=record_steps, fast_forward=fast_forward,
                         record_token_times=record_token_times,
                         kv_manager=kv_manager_factory and kv_manager_factory(config, i)) for i in range(n)]
-    if n != 1 or kv_manager_factory is not None or stop is not None or data_parallel_rule:
-        raise InputError("pipeline stages are simulated for one engine from its GPU KV pool, run to the end: not with "
-                         "several replicas, a KV tier, an early stop or DP ranks")
+    if n != 1 or kv_manager_factory is not None or data_parallel_rule:
+        raise InputError("pipeline stages are simulated for one engine from its GPU KV pool: not with several "
+                         "replicas, a KV tier or DP ranks")
     return [PipelineReplica(config, cost, 0, record_steps=record_steps, record_token_times=record_token_times)]
 
 
