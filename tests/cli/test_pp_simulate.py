@@ -57,3 +57,12 @@ def test_what_is_not_modelled_is_refused():
     assert "SGLang's pipeline loop" in refused("simulate", *OVERLAP, "--policy", "sglang")
     assert "read from 0.19.0 on" in refused("simulate", *L70[:-1], "0.18.0", "--num-requests", "4")
     assert "--pp 0 is out of range" in refused("simulate", *L70[:6], "0", *L70[7:], "--num-requests", "4")
+
+
+def test_cost_rents_every_stage_gpu():
+    # the SLO-capacity search's probes stop early once they miss (early_stop.py), on the pipelined loop too; a
+    # 16-GPU replica spans two 8-GPU nodes, so its price per GPU-hour is given
+    res = run_cli("cost", "--simulate", *OVERLAP[:-1], "50", "--slo", "ttft=2s,tpot=100ms", "--api", "OpenAI:gpt-4.1",
+                  "--utilization", "0.5", "--gpu-usd-per-hour", "3")
+    assert res.exit_code == 0, res.output
+    assert "one deployment unit = 1 replica × TP 8 × PP 2 = 16 GPUs" in " ".join(res.stdout.split())

@@ -36,7 +36,7 @@ OWN: dict[str, tuple[tuple[str, ...], type, Any]] = {
     "record_token_times": (("--record-token-times",), bool, False), "seeds": (("--seeds",), int, 1)}
 #: simulate's flag groups, by its parameter name, in its signature's order (simulate_cmd.simulate)
 GROUPS = {"workload": WorkloadFlags, "sessions": SessionFlags, "engine": EngineFlags, "tiers": TierFlags,
-          "dp": SimDataParallelFlags}  # dp: vLLM's DP ranks (sim_dp.py); DP attention and --pp refused
+          "dp": SimDataParallelFlags}  # dp: vLLM's DP ranks (sim_dp.py), --pp (sim_pp.py)
 _OWN_BEFORE_GROUPS = ("gpu",)  # the signature: model, gpu, the four groups, then the rest of OWN
 
 
