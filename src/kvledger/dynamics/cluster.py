@@ -119,6 +119,10 @@ class _Arrivals:
             heapq.heappush(self.heap, (t, self.seq, replace(spec, arrival_s=t), user))
             self.seq += 1
 
+    def open_spec(self, i: int) -> RequestSpec:
+        """The open trace's ``i``-th request in arrival order (uid ``i``)."""
+        return self._open[i]
+
     def next_time(self) -> float:
         t = self._open[self._i].arrival_s if self._i < len(self._open) else _INF
         return min(t, self.heap[0][0]) if self.heap else t

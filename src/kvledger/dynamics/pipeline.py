@@ -186,7 +186,7 @@ def run_pipeline(source, rep: PipelineReplica, progress: Callable[[int, int], No
             progress(len(out), arr.total)
         if stop is not None and stop.due(len(out)) and stop.decided([rep], out):
             done = {i for i, _ in out}
-            out.extend((i, stop.record(arr._open[i])) for i in range(arr.total) if i not in done)
+            out.extend((i, stop.record(arr.open_spec(i))) for i in range(arr.total) if i not in done)
             break
     out.sort(key=lambda x: x[0])
     return [rec for _, rec in out]
