@@ -82,7 +82,8 @@ class WorkloadFlags:
         "each request at its arrival time, or when one of the N frees."))
     think_time: float | None = flag("--think-time", help="Closed loop: seconds a user waits for its next request.")
     prompt_lengths: str | None = flag("--prompt-lengths", help=(
-        "Synthetic workload instead of a trace: prompt lengths in tokens, fixed:N, uniform:LOW:HIGH, "
+        "Synthetic workload instead of a trace: prompt lengths in tokens, N or fixed:N (every prompt N tokens), "
+        "uniform:LOW:HIGH, "
         "exp:MEAN:CAP (exponential, cut at CAP), lognormal:MEDIAN:SIGMA[:LOW[:HIGH]] (MEDIAN is the median, not the "
         "mean: the mean is MEDIAN × e^(SIGMA²/2)), trace:NAME:prompt|output (a trace's own lengths) or a mixture "
         "mix:W*DIST,W*DIST (weights divided by their sum), e.g. lognormal:1000:0.8 or mix:0.9*fixed:2K,0.1*fixed:100K "

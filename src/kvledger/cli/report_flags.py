@@ -36,7 +36,7 @@ class ReportRunFlags:
         "CSV/JSONL path with arrival times (the capacity search scales them); arxiv, lengths only: --prompt-lengths "
         "trace:arxiv:prompt --output-lengths trace:arxiv:output."))
     prompt_lengths: str | None = flag_like(WorkloadFlags, "prompt_lengths", help=(
-        "Synthetic workload instead of a trace, as cost --simulate takes it: prompt lengths in tokens, fixed:N, "
+        "Synthetic workload instead of a trace, as cost --simulate takes it: prompt lengths in tokens, N or fixed:N, "
         "uniform:LOW:HIGH, exp:MEAN:CAP, lognormal:MEDIAN:SIGMA[:LOW[:HIGH]], trace:NAME:prompt|output or "
         "mix:W*DIST,W*DIST (with --output-lengths; --num-requests per simulation)."))
     output_lengths: str | None = flag_like(WorkloadFlags, "output_lengths")

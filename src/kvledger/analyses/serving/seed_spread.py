@@ -58,7 +58,9 @@ def seed_used(args: Any, synthetic: Any = None, sessions: bool = False) -> bool:
         return True
     closed = args.concurrency is not None and not paced(args)  # a paced loop's arrivals are drawn too
     if synthetic is not None:
-        fixed = all(str(t).startswith("fixed:") for t in (synthetic.prompt, synthetic.output))
+        from kvledger.dynamics.workload.synthetic import is_fixed
+
+        fixed = all(is_fixed(str(t)) for t in (synthetic.prompt, synthetic.output))
         return not (fixed and (synthetic.cv == 0 or closed))
     if closed or trace_has_arrivals(args.trace):
         return False

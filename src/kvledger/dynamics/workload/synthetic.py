@@ -21,7 +21,8 @@ from kvledger.errors import InputError
 
 __all__ = [
     "make_rng", "arrival_times", "LengthDist", "Fixed", "Uniform", "ExponentialCapped", "LogNormal", "Empirical",
-    "parse_lengths", "SharedPrefix", "synthetic_workload", "anyscale_throughput", "anyscale_latency", "PRESETS",
+    "parse_lengths", "is_bare_count", "is_fixed", "SharedPrefix", "synthetic_workload", "anyscale_throughput",
+    "anyscale_latency", "PRESETS",
 ]
 
 
@@ -155,10 +156,21 @@ def _number(text: str) -> float:
         raise ValueError(f"{text!r} is not a number") from None
 
 
+def is_bare_count(spec: str) -> bool:
+    """Whether a length distribution's text is a bare token count (``512``, ``8K``): read as ``fixed:N``."""
+    return ":" not in spec and spec.strip().lstrip("+-")[:1].isdigit()
+
+
+def is_fixed(spec: str) -> bool:
+    """Whether a length distribution's text gives every request the same length (``fixed:N`` or a bare ``N``)."""
+    return spec.startswith("fixed:") or is_bare_count(spec)
+
+
 def parse_lengths(spec: str) -> LengthDist:
     """Read a length distribution from text, for the CLI.
 
-    Forms: ``fixed:512``, ``uniform:1:512``, ``exp:128:1536`` (mean, cap), ``lognormal:1000:0.8[:low[:high]]``
+    Forms: ``fixed:512`` (or a bare ``512``: every length that one count),
+    ``uniform:1:512``, ``exp:128:1536`` (mean, cap), ``lognormal:1000:0.8[:low[:high]]``
     (median, sigma), ``trace:azure-conv:prompt`` (a trace's prompt or output lengths),
     ``mix:0.9*fixed:2K,0.1*fixed:100K`` (a mixture of the others, weights divided by their sum: mixture.py).
 
@@ -167,6 +179,8 @@ def parse_lengths(spec: str) -> LengthDist:
     """
     kind, _, rest = spec.partition(":")
     args = rest.split(":") if rest else []
+    if is_bare_count(spec):  # a bare count is fixed:N (its unreadable forms, 0 or -5, said as fixed:N's are)
+        kind, rest, args = "fixed", spec, [spec]
     try:
         if kind == "fixed" and len(args) == 1:
             return Fixed(_whole(args[0]))
@@ -183,7 +197,7 @@ def parse_lengths(spec: str) -> LengthDist:
             return parse_mixture(rest, parse_lengths)
     except (ValueError, InputError) as err:  # a number not read, or a distribution's own check: the text named
         raise InputError(f"length distribution {spec!r}: {err}") from None
-    raise InputError(f"length distribution {spec!r} not understood; use fixed:N, uniform:LOW:HIGH, exp:MEAN:CAP, "
+    raise InputError(f"length distribution {spec!r} not understood; use N or fixed:N, uniform:LOW:HIGH, exp:MEAN:CAP, "
                      "lognormal:MEDIAN:SIGMA[:LOW[:HIGH]], trace:NAME:prompt|output or mix:W*DIST,W*DIST")
 
 
