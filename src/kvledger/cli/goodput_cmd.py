@@ -277,9 +277,9 @@ def _print(shown: Any, simulated: bool, target: float | None, slo_text: Any) -> 
         print_step_cost_warnings(sim)  # first: a model-scope profile used beyond what it was fitted on
         _print_human([res], None, slo_text)
         _print_sources(sim, "sources of the simulated run")
-        from kvledger.report.goodput_view import FIXED_RATE_NO_BAND
+        from kvledger.report.goodput_view import no_band_line
 
-        print(FIXED_RATE_NO_BAND)
+        print(no_band_line(sim.run))
         if tier_report is not None:
             from rich.console import Console
 

@@ -45,6 +45,7 @@ from typing import Any
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.jsonable import to_jsonable
 from kvledger.ledgers import notes as N
+from kvledger.ledgers.burst_read import read_burst
 from kvledger.ledgers.fell_behind import FELL_BEHIND_RULE, fell_behind
 from kvledger.ledgers.goodput import GoodputResult
 from kvledger.ledgers.p90_bounds import derived_tpot, p90_aggregate, p90_records, p90_words
@@ -54,7 +55,7 @@ from kvledger.records import RunRecords
 from kvledger.units import fmt_duration
 
 __all__ = ["KEPT_PACE_SHARE", "CLOSED_LOOP_ATTAINMENT", "SLO_SLACK", "OVERLOAD_FACTOR", "OVERLOAD_ATTAINMENT",
-           "LoadCheck", "check_load", "RULE", "OVERLOAD_RULE", "CapacityBasis", "measured_basis"]
+           "LoadCheck", "check_load", "RULE", "SENT_AT_ONCE", "OVERLOAD_RULE", "CapacityBasis", "measured_basis"]
 
 KEPT_PACE_SHARE = 0.9
 """Open loop: good req/s ≥ this share of the offered rate: the goodput is the offered load (drain tails stay above)."""
@@ -67,6 +68,9 @@ OVERLOAD_FACTOR = 2.0
 """Some constrained metric's p90 at or above this multiple of its limit: requests queued far past the SLO."""
 OVERLOAD_ATTAINMENT = 0.9
 """…and fewer than this share of requests good: the run is past its SLO capacity."""
+
+#: how the load check's reason on a run sent all at t = 0 (``--request-rate inf``) starts (``burst_read``)
+SENT_AT_ONCE = "every request was sent at t = 0 (request rate inf, no concurrency limit)"
 
 OVERLOAD_RULE = (f"over-loaded when fewer than {OVERLOAD_ATTAINMENT:.0%} of requests are good and some SLO metric's "
                  f"p90 is ≥ {OVERLOAD_FACTOR:g}× its limit")
@@ -134,8 +138,19 @@ def _pace_check(run: RunRecords | AggregateRun, gp: GoodputResult) -> tuple[dict
                       f"{conc:,} concurrent users, {a:.1%} of requests good"
                       + ("" if ok else f" (below {CLOSED_LOOP_ATTAINMENT:.0%}: the SLO binds)")), None
     if run.metadata.request_rate is not None and math.isinf(run.metadata.request_rate):
-        return None, "every request was sent at t = 0 (request rate inf, no concurrency limit): a saturating load"
+        return None, _burst_words(run)
     return None, "the file states neither its request rate nor its concurrency"
+
+
+def _burst_words(run: RunRecords | AggregateRun) -> str:
+    """Why a run sent all at t = 0 is not judged by the rules: a saturating load where a request still waited for a
+    first token at the first finish (or the records do not say), one batch's drain where none did
+    (``burst_read``)."""
+    b = read_burst(run) if isinstance(run, RunRecords) else None
+    if b is None or b.saturated:
+        return SENT_AT_ONCE + (f" and {b.facts()}" if b else "") + ": a saturating load"
+    return (f"{SENT_AT_ONCE}, but {b.facts()}: one batch of {b.num_requests:,} requests draining, its goodput set by "
+            "the burst's size, not the replica's capacity")
 
 
 def _open_loop_rate(run: RunRecords | AggregateRun) -> float | None:
@@ -176,7 +191,7 @@ def check_load(run: RunRecords | AggregateRun, gp: GoodputResult, slo: SLO) -> L
         return LoadCheck("fell_behind", behind["text"], [behind], FELL_BEHIND_RULE, _notes(run, slo))
     pace, why = _pace_check(run, gp)
     if pace is None:
-        status = "not_flagged" if why and why.startswith("every request") else "cannot_tell"
+        status = "not_flagged" if why and why.startswith(SENT_AT_ONCE) and why.endswith("load") else "cannot_tell"
         return LoadCheck(status, why or "")
     checks = [pace]
     p90 = p90_records(run, slo) if isinstance(run, RunRecords) else p90_aggregate(run, slo)
@@ -238,11 +253,14 @@ class CapacityBasis:
         return to_jsonable(self)
 
 
-def measured_basis(gp: GoodputResult, load: LoadCheck, *, simulated: bool = False) -> CapacityBasis:
+def measured_basis(gp: GoodputResult, load: LoadCheck, *, simulated: bool = False,
+                   run: RunRecords | AggregateRun | None = None) -> CapacityBasis:
     """The ``capacity_basis`` of a run priced at its own goodput (a FILE, or ``--at-offered-load``), with its
-    warning."""
-    text = N.capacity_basis_text(gp.goodput_req_per_s or 0, simulated=simulated)
-    warning = None
+    warning; ``run``: the run priced, whose request rate inf (a burst at t = 0) the basis names."""
+    rate = None if run is None else run.metadata.request_rate
+    burst = load.reason.startswith(SENT_AT_ONCE) or (rate is not None and math.isinf(rate))
+    text = N.capacity_basis_text(gp.goodput_req_per_s or 0, simulated=simulated, burst=burst)
+    warning = N.one_batch(load.reason, simulated=simulated) if burst and load.status == "cannot_tell" else None
     if load.status == "under_loaded":
         warning = N.under_loaded(load.reason, simulated=simulated)
     elif load.status == "over_loaded":

@@ -6,7 +6,8 @@ basis and its load warnings).
 
 from __future__ import annotations
 
-__all__ = ["capacity_basis_text", "under_loaded", "over_loaded", "fell_behind", "closed_loop_drew", "nothing_measured"]
+__all__ = ["capacity_basis_text", "one_batch", "under_loaded", "over_loaded", "fell_behind", "closed_loop_drew",
+           "nothing_measured"]
 
 _RERUN_SIMULATED = "drop --at-offered-load to price at the SLO capacity found by simulation"
 
@@ -22,11 +23,23 @@ def nothing_measured(num_requests: int, num_failed: int, *, simulated: bool) -> 
             f"goodput is not a measurement of the server, and it has no latencies; {fix}")
 
 
-def capacity_basis_text(goodput_req_per_s: float, *, simulated: bool) -> str:
-    what = "the simulated run at its offered load" if simulated else "the run's measured goodput"
+def capacity_basis_text(goodput_req_per_s: float, *, simulated: bool, burst: bool = False) -> str:
+    """The capacity basis of a run priced at its own goodput; ``burst``: every request was sent at t = 0 (no offered
+    rate)."""
+    what = ("the simulated burst (every request at t = 0)" if burst else "the simulated run at its offered load") \
+        if simulated else "the run's measured goodput"
     return (f"capacity basis: {what} ({goodput_req_per_s:,.3f} good req/s per replica) is taken as the replica's "
             "capacity — right only if the run was at or near its SLO limit; a lightly loaded run understates capacity "
             "and overstates the self-hosted cost")
+
+
+def one_batch(reason: str, *, simulated: bool) -> str:
+    """The warning on a burst the engine ran as one batch (``burst_read``): its goodput is that batch's drain."""
+    fix = (_RERUN_SIMULATED if simulated else
+           "measure a rate sweep and price at its SLO boundary (kvledger goodput FILES… --target 0.9), or a burst "
+           "larger than the engine runs at once")
+    return (f"the run is ONE BATCH: {reason}; a larger burst or a sustained rate may serve more, so the self-hosted "
+            f"cost per token may be overstated; {fix}")
 
 
 def under_loaded(reason: str, *, simulated: bool) -> str:

@@ -222,18 +222,28 @@ def print_cost_report(rep: CostReport, basis: CapacityBasis, sim: SimulatedRun |
         con.print(f"\n[bold]no verdict on cost[/]: {escape(rep.verdict_reason)}")
     if basis.error_band:
         con.print(f"[bold]error band[/]: {escape(basis.error_band.text)}")
-    if basis.warning:
-        status = basis.load_check.status if basis.load_check is not None else None
-        if status == "fell_behind":
-            con.print("[bold red]WARNING:[/] [bold]the server fell behind the run's offered load (see above): "
-                      "capacity within the SLO is at most its served rate and may lie above or below the goodput "
-                      "priced, so the self-hosted costs and the break-even may be off either way[/]")
-        else:
-            how = "over-loaded (past its SLO capacity)" if status == "over_loaded" else "under-loaded"
-            con.print(f"[bold red]WARNING:[/] [bold]the run looks {how} (see above): capacity is likely higher than "
-                      "priced, so the self-hosted costs and the break-even are pessimistic for self-hosting[/]")
+    _capacity_warning(con, basis)
     for n in rep.notes:
         con.print(f"  - {escape(n)}")
+
+
+def _capacity_warning(con: Any, basis: CapacityBasis) -> None:
+    """The closing warning on a capacity basis that carries one (fell behind, over- or under-loaded, one batch)."""
+    if not basis.warning:
+        return
+    status = basis.load_check.status if basis.load_check is not None else None
+    if status == "fell_behind":
+        con.print("[bold red]WARNING:[/] [bold]the server fell behind the run's offered load (see above): "
+                  "capacity within the SLO is at most its served rate and may lie above or below the goodput "
+                  "priced, so the self-hosted costs and the break-even may be off either way[/]")
+    elif status == "cannot_tell":  # the one warning without a verdict: a burst run as one batch
+        con.print("[bold red]WARNING:[/] [bold]the run is one batch, a burst the engine ran at once (see above): "
+                  "capacity may be higher than priced, so the self-hosted costs and the break-even may be "
+                  "pessimistic for self-hosting[/]")
+    else:
+        how = "over-loaded (past its SLO capacity)" if status == "over_loaded" else "under-loaded"
+        con.print(f"[bold red]WARNING:[/] [bold]the run looks {how} (see above): capacity is likely higher than "
+                  "priced, so the self-hosted costs and the break-even are pessimistic for self-hosting[/]")
 
 
 def at_load_line(cap: dict[str, Any], per_unit: int = 1) -> str:

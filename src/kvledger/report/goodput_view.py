@@ -27,13 +27,26 @@ if TYPE_CHECKING:
     from kvledger.ledgers.goodput import GoodputResult
 
 __all__ = ['boundary_text', 'bracket_text', 'print_goodput', 'print_search', 'print_sources', 'single_answer',
-           'best_answer', 'FIXED_RATE_NO_BAND']
+           'best_answer', 'FIXED_RATE_NO_BAND', 'no_band_line']
 
 
 #: why a simulated run at a given rate prints no band on its goodput (``goodput --simulate`` without ``--target``)
 FIXED_RATE_NO_BAND = ("error band: none on goodput at an offered rate — it is that rate times the attainment, so what "
                       "is uncertain is whether the latencies meet the SLO: `kvledger simulate` prints the run's mean "
                       "TTFT and TPOT with their 80% bands, and `--target` the SLO capacity with its band")
+
+
+def no_band_line(run: Any) -> str:
+    """Why a simulated run (its records) has no goodput band; a burst's (``ledgers.burst_read``): a drain, no rate."""
+    from kvledger.ledgers.burst_read import all_at_once, read_burst
+
+    if (b := read_burst(run) if all_at_once(run) else None) is None:
+        return FIXED_RATE_NO_BAND
+    what = ("the engine's drain of a queue it could not run at once" if b.saturated else
+            f"one batch of {b.num_requests:,} requests draining, set by the burst's size, not the capacity")
+    return (f"error band: none on goodput of a burst (every request at t = 0; {b.facts()}) — it is good requests ÷ "
+            f"first arrival → last finish, {what}: `kvledger simulate` prints the run's bands, and `--target` the "
+            "SLO capacity with its band")
 
 
 def _rate(x: float | None) -> str:

@@ -16,6 +16,7 @@ from kvledger.analyses.serving.sim_document import (
     rejection_rule,
     shared_prefix_text,
 )
+from kvledger.ledgers.burst_read import BurstRead
 from kvledger.ledgers.error_band import scope_words
 from kvledger.report.band_words import band_source_lines
 from kvledger.report.plan_summary import limit_names
@@ -36,12 +37,13 @@ def _sig(x: float) -> str:
 
 
 def render_bands(bands: dict[str, PredictionBand], console, kept_up: bool = False, closed: str = "",
-                 at_knee: bool = False) -> None:
+                 at_knee: bool = False, burst: BurstRead | None = None) -> None:
     """One line per banded figure: ``TTFT mean 182 ms (80% band 150–260 ms, uncalibrated roofline; 24 measured
     values)``, then where the bands come from. ``kept_up``: an open-loop run that kept up with its arrivals, whose
     throughput is the offered load, not the saturation throughput the band is for (its band is left out). ``closed``:
     a closed-loop run's mode (its users or sessions send the next request after the last one, so its throughput is
-    what they sent — the band holds where the engine was saturated)."""
+    what they sent — the band holds where the engine was saturated). ``burst``: a run whose every request arrived at
+    once, read at its first finish (its throughput one batch's drain, or the engine's drain capacity)."""
     if kept_up:
         bands = {k: v for k, v in bands.items() if k != "throughput"}
     if not bands:
@@ -70,11 +72,30 @@ def render_bands(bands: dict[str, PredictionBand], console, kept_up: bool = Fals
                   "are errors, predicted ÷ measured − 1, so the measured figure lies in the range the band shows; a "
                   "biased regime's band need not contain the prediction[/]")
     lines = band_source_lines({labels[m]: b.source for m, b in bands.items()})
-    tails = ([("no throughput band: " + ("its queue drained by the end, so its throughput is the offered load, though "
-                                         "it sat at its knee (see the note)" if at_knee else "the run kept up with its "
-                                         "arrivals, so its throughput is the offered load")
-               + ", not the capacity (goodput --simulate --target finds it)")] if kept_up else [])
-    if "throughput" in bands and not kept_up and not closed:
+    tails = _tails(bands, kept_up, closed, at_knee, burst)
+    for i, line in enumerate(lines + tails):
+        console.print(("  from: " if i == 0 else "  ") + escape(line), style="dim", highlight=False)
+    names = ", ".join(_BAND_LABELS[m][0].removesuffix(" at saturation") for m in bands)
+    console.print(f"[dim]banded: {names} only; the percentiles (p50/p90/p99), "
+                  "ITL and E2E have no validated band: the leave-one-deployment-out validation measured the errors "
+                  "of means and saturation throughput only (--json: band_coverage)[/]")
+
+
+def _tails(bands: dict[str, PredictionBand], kept_up: bool, closed: str, at_knee: bool,
+           burst: BurstRead | None) -> list[str]:
+    """The lines under the bands' sources: why a run that kept up has no throughput band, what a saturated run's
+    throughput is, what a closed loop's is."""
+    if kept_up:
+        why = (burst.no_band_reason() if burst is not None else "its queue drained by the end, so its throughput is "
+               "the offered load, though it sat at its knee (see the note), not the capacity" if at_knee else
+               "the run kept up with its arrivals, so its throughput is the offered load, not the capacity")
+        return [f"no throughput band: {why} (goodput --simulate --target finds it)"]
+    tails = []
+    if "throughput" in bands and burst is not None:
+        tails.append("throughput at saturation: a burst's — its completed requests ÷ first arrival → last finish, "
+                     "the engine's drain capacity from a full queue to empty, as validate compares it; a sustained "
+                     "load's may differ (goodput --simulate --target finds the SLO capacity)")
+    elif "throughput" in bands and not closed:
         tails.append("throughput at saturation: this run's completed requests ÷ its first arrival → last finish, the "
                      "drain after the last arrival included, as validate compares it — a short run's is below what "
                      "the engine sustains (goodput --simulate --target finds the SLO capacity)")
@@ -83,12 +104,7 @@ def render_bands(bands: dict[str, PredictionBand], console, kept_up: bool = Fals
                      "slot frees), so the throughput is what the loop sent; its band holds where the engine was "
                      "saturated (search --workload finds a session workload's capacity, goodput --simulate --target "
                      "--axis concurrency a closed loop of requests)")
-    for i, line in enumerate(lines + tails):
-        console.print(("  from: " if i == 0 else "  ") + escape(line), style="dim", highlight=False)
-    names = ", ".join(_BAND_LABELS[m][0].removesuffix(" at saturation") for m in bands)
-    console.print(f"[dim]banded: {names} only; the percentiles (p50/p90/p99), "
-                  "ITL and E2E have no validated band: the leave-one-deployment-out validation measured the errors "
-                  "of means and saturation throughput only (--json: band_coverage)[/]")
+    return tails
 
 
 def _ms(x: float | None) -> str:
@@ -246,7 +262,7 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
         console.print(spread_line(spread))
     mode = str(payload.workload.get("mode", ""))
     render_bands(payload.error_bands or {}, console, payload.kept_up,
-                 mode if mode.startswith(("sessions", "closed loop")) else "", bool(payload.at_knee))
+                 mode if mode.startswith(("sessions", "closed loop")) else "", bool(payload.at_knee), payload.burst)
     console.print(step_cost_source_line(cost))
     said = None if payload.seed_spread is None else spread_note_line(payload.seed_spread)
     if said is not None:  # the draw moves a banded figure: said under the bands, not only in the notes

@@ -115,7 +115,7 @@ def capacity_basis(run: Any, gp: Any, slo: Any, sim: Any, capacity: Any) -> Capa
     if capacity is not None:
         return CapacityBasis("slo_capacity", capacity.text(), notes=list(capacity.notes),
                              probes=capacity.probes_text())
-    return measured_basis(gp, check_load(run, gp, slo), simulated=sim is not None)
+    return measured_basis(gp, check_load(run, gp, slo), simulated=sim is not None, run=run)
 
 
 @dataclass

@@ -81,14 +81,17 @@ UNBANDED_REASON = ("no validated band: the leave-one-deployment-out validation b
                    "throughput only; a band for these would be invented")
 
 
-def band_coverage(bands: dict[str, PredictionBand], kept_up: bool = False) -> dict[str, Any]:
+def band_coverage(bands: dict[str, PredictionBand], kept_up: bool = False, burst: Any = None) -> dict[str, Any]:
     """Which figures carry a band and which do not: ``{"banded": [...], "unbanded": {figure: None, ...}, "reason":
     ..., "throughput": ...}``; ``throughput`` says, for an open loop that kept up, why its throughput has no band
-    (the band is for saturation; its throughput is the offered load), None otherwise."""
+    (the band is for saturation; its throughput is the offered load, or, for a burst the engine ran as one batch,
+    ``burst``: ``ledgers.burst_read.BurstRead``, that batch's drain), None otherwise."""
     unbanded: dict[str, None] = dict.fromkeys(UNBANDED_FIGURES)
     unbanded.update(dict.fromkeys(m for m in ("ttft_mean", "tpot_mean", "throughput") if m not in bands))
-    note = ("the run kept up with its arrivals: its throughput is the offered load, not the saturation throughput "
-            "the band is for" if kept_up and "throughput" not in bands else None)
+    note = None
+    if kept_up and "throughput" not in bands:
+        note = (burst.no_band_reason() if burst is not None else "the run kept up with its arrivals: its throughput "
+                "is the offered load, not the saturation throughput the band is for")
     return {"banded": list(bands), "unbanded": unbanded, "reason": UNBANDED_REASON, "throughput": note}
 
 

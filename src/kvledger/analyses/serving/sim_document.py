@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from kvledger.analyses.serving.prediction_bands import PredictionBand
     from kvledger.analyses.serving.session_report import SessionReport
     from kvledger.analyses.serving.sim_tier_report import SimTierReport
+    from kvledger.ledgers.burst_read import BurstRead
 
 __all__ = ["SimDocument", "PlanFigures", "SimProvenance",  # noqa: F822 - these two: __getattr__
            "SIMULATOR", "simulator_description", "workload_text", "load_text", "shared_prefix_text",
@@ -77,6 +78,10 @@ class SimDocument:
             the loop was closed.
         too_short: an open loop too short to tell whether it kept up (``queue_growth.ShortRun``; no error band);
             None (null in the JSON: the key is always there) otherwise.
+        burst: an open loop whose every request arrived at one instant (``--rate inf``), read at its first finish
+            (``ledgers.burst_read.BurstRead``: ``case`` "saturated", its throughput banded as a saturated run's, or
+            "one_batch", its throughput a batch's drain, no band; the counts); None (left out of the JSON) for any
+            other run.
         at_knee: the run sat at or past its knee (``prediction_bands.knee_withheld``: each quarter of its arrivals'
             mean TTFT, the rule; no TTFT band); None (null in the JSON: the key is always there) otherwise.
         error_bands: the prediction bands of the headline figures (``prediction_bands``); ``band_coverage`` (a
@@ -96,9 +101,9 @@ class SimDocument:
     """
 
     __json__ = ("summary", "replicas", "router", "data_parallel", "engine", ("workload", "workload_json"), "step_cost",
-                "client_latency", "overload", "too_short", "at_knee", "preemptions", "batch", "error_bands",
+                "client_latency", "overload", "too_short", "burst", "at_knee", "preemptions", "batch", "error_bands",
                 "band_coverage", "notes", "seed_spread", "kv_tiers", "pipeline")
-    __json_optional__ = ("kv_tiers", "pipeline")
+    __json_optional__ = ("kv_tiers", "burst", "pipeline")
     summary: dict[str, Any]
     replicas: int
     router: str | None
@@ -112,6 +117,7 @@ class SimDocument:
     seed_spread: Any = None
     too_short: Any = None
     at_knee: dict[str, Any] | None = None
+    burst: BurstRead | None = None
     preemptions: dict[str, Any] | None = None
     batch: dict[str, Any] | None = None
     #: vLLM's DP ranks in lock-step (``sim_dp.dp_figures``: KV per rank and in all, requests routed per rank, KV usage
@@ -126,9 +132,10 @@ class SimDocument:
     def kept_up(self) -> bool:
         """An open loop whose queue did not grow, long enough to tell, or a paced closed loop whose clients kept their
         rate: its throughput is the load it was offered (a run may still have sat at its knee, its TTFT growing
-        through the arrivals: ``at_knee``)."""
+        through the arrivals: ``at_knee``); or a burst the engine ran as one batch (``burst``), whose throughput is
+        that batch's drain. A burst past what the engine runs at once did not keep up: it was saturated."""
         return str(self.workload.get("mode", "")).startswith(("open loop", PACED_MODE)) and not \
-            self.overload and not self.too_short
+            self.overload and not self.too_short and not (self.burst is not None and self.burst.saturated)
 
     @property
     def sessions(self) -> SessionReport | None:
@@ -144,7 +151,7 @@ class SimDocument:
         """The banded figures, the unbanded ones (each null) and why (``prediction_bands.band_coverage``)."""
         from kvledger.analyses.serving.prediction_bands import band_coverage
 
-        return band_coverage(self.error_bands, self.kept_up)
+        return band_coverage(self.error_bands, self.kept_up, self.burst)
 
     @property
     def workload_json(self) -> dict[str, Any]:
