@@ -20,13 +20,17 @@ def plan(model: str, gpu: str, *, engine: str = "vllm", engine_version: str | No
          gpu_memory_utilization: float | None = None, mem_fraction_static: float | None = None,
          kv_cache_dtype: str = "auto", quantization: str | None = None, max_num_batched_tokens: int | str | None = None,
          max_num_seqs: int | None = None, block_size: int | None = None, enable_prefix_caching: bool | None = None,
-         gpu_profile: str | None = None) -> PlanResult:
+         gpu_profile: str | None = None, enable_expert_parallel: bool = False, data_parallel_size: int | None = None,
+         enable_dp_attention: bool = False, all2all_backend: str | None = None, nnodes: int = 1,
+         inter_node_link: str | None = None) -> PlanResult:
     """The KV-cache ledger, as ``kvledger plan MODEL --gpu GPU`` computes it.
 
     Args:
         model: a bundled model (HF id or alias), a config.json path or a Hub id. gpu: a catalog GPU name or a GPU file.
         engine: "vllm", "sglang" or "trtllm"; the others are the engines' own settings by their flag names
-            (``contexts``: the context lengths to report concurrency at, tokens: 8192 or "8K").
+            (``contexts``: the context lengths to report concurrency at, tokens: 8192 or "8K"); the parallel layouts
+            as the command's flags: ``enable_expert_parallel``, ``data_parallel_size`` (vLLM's DP ranks of a MoE
+            model, or SGLang's with ``enable_dp_attention``), ``all2all_backend``, ``nnodes``, ``inter_node_link``.
 
     Returns:
         PlanResult: ``.plan`` (the Plan: ``kv``, ``memory``, ``concurrency``, ``row_at(ctx)``), ``.fits``, ``.advice``
@@ -49,10 +53,13 @@ def plan(model: str, gpu: str, *, engine: str = "vllm", engine_version: str | No
                       gpu_memory_utilization=gpu_memory_utilization, mem_fraction_static=mem_fraction_static,
                       kv_cache_dtype=kv_cache_dtype, quantization=quantization, max_num_seqs=max_num_seqs,
                       block_size=block_size, enable_prefix_caching=enable_prefix_caching, gpu_profile=gpu_profile,
+                      enable_expert_parallel=enable_expert_parallel, data_parallel_size=data_parallel_size,
+                      enable_dp_attention=enable_dp_attention, all2all_backend=all2all_backend,
                       **{k: None if v is None else str(v) for k, v in text.items()})
     with in_python_terms("plan", _PLAN_PARAMS):
         check_ranges("plan", {k: v for k, v in locals().items() if k in _PLAN_PARAMS})
-        spec, g, settings, prof = plan_inputs(model, gpu, flags, PlanMoreFlags())
+        more = PlanMoreFlags(nnodes=nnodes, inter_node_link=inter_node_link)
+        spec, g, settings, prof = plan_inputs(model, gpu, flags, more)
         p = build_plan(spec, g, settings)
     return PlanResult(p, plan_document(p, prof, False))
 
