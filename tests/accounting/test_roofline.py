@@ -107,3 +107,25 @@ def test_the_plan_prefill_row_states_the_all_reduce_its_times_include():
     assert pf["allreduce_s"] == pytest.approx(0.07698, abs=1e-5)
     assert pf["step_s_lower_bound"] == pytest.approx(pf["flops"] / 989.5e12 + pf["allreduce_s"], rel=1e-9)
     assert pf["step_s"] == pytest.approx(pf["flops"] / (0.7 * 989.5e12) + pf["allreduce_s"], rel=1e-9)
+
+
+def test_moe_crossover_note_gives_the_figures_that_make_it():
+    # DeepSeek-V3 (FP8 block-quantized) at TP 8 on an H200: ridge = 1,979e12 FP8 FLOP/s ÷ 4.8e12 B/s = 412.29 FLOP/B.
+    # Matmul FLOPs per token per GPU: the 37,552,297,472 active params less the embedding and the untied lm_head
+    # (129,280 × 7,168 = 926,679,040 each) = 35,698,939,392, × 2 ÷ TP 8 = 8,924,734,848, + the head's
+    # 2 × 926,679,040 ÷ 8 = 231,669,760 → 9,156,404,608 FLOP (9.16 GFLOP).
+    # At ~3,800 tokens a layer's 256 experts are all touched (1 − (1 − 8/256)^3800 ≈ 1), so the step reads every
+    # weight on the GPU: the plan's 85.42 GB less the RoPE buffer (0.02 GB), the bf16 W_UK/W_UV copies (0.26 GB)
+    # and the embedding table (not read whole; 0.23 GB) = 84.91 GB.
+    # Crossover: 412.29 × 84.91e9 ÷ 9.1564e9 = 3,823.3 → the first whole batch, 3,824. The old parenthetical,
+    # "ridge × bytes-per-weight / 2, × experts/top-k", gives 412.29 × 1 / 2 × 256/8 = 6,597, not the figure printed.
+    r = roof("deepseek-ai/DeepSeek-V3", gpu=get_gpu("h200"), tp=8, contexts=(2048,))
+    assert r.ridge_flops_per_byte == pytest.approx(412.29, abs=0.01)
+    assert r.weight_matmul_crossover_tokens == 3824
+    note = next(n for n in r.notes if n.startswith("weight matmuls turn compute-bound"))
+    assert ("(ridge 412.3 FLOP/B × 84.91 GB of weights read per GPU ÷ 9.16 GFLOP of matmuls per token: at that batch "
+            "the step touches every expert") in note
+    assert "experts/top-k" not in note
+    # a dense model keeps the dense rule: Llama-3.1-8B, 2 B per weight, 295.37 × 2 / 2 = 296 tokens
+    dense = roof("meta-llama/Llama-3.1-8B", contexts=(2048,))
+    assert "≈ 296 tokens per step (ridge × bytes-per-weight / 2)" in dense.notes[1]

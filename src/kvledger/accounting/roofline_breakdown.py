@@ -181,9 +181,7 @@ def roofline_report(rc: RooflineStepCost, contexts: list[int], max_concurrency: 
         if c1.kv_bytes:
             by_ctx[ctx] = c1.attn_flops / c1.kv_bytes
     notes = ["decode attention reads every sequence's KV each step: its intensity does not grow with batch, so it "
-             "stays bandwidth-bound",
-             f"weight matmuls turn compute-bound at ≈ {cross:,.0f} tokens per step (ridge × bytes-per-weight / 2"
-             + (", × experts/top-k for MoE" if rc.model.is_moe else "") + ")"]
+             "stays bandwidth-bound", _crossover_note(rc, ridge, cross)]
     if rc.model.dtype_bytes == 4:
         notes.append("dtype float32: matmuls are priced at the GPU's BF16 tensor-core peak, a lower bound on step time "
                      "(the GPU catalog has no FP32 figure, and PyTorch's default FP32 matmul does not use TF32 tensor "
@@ -193,6 +191,22 @@ def roofline_report(rc: RooflineStepCost, contexts: list[int], max_concurrency: 
     report = RooflineReport(rc.dtype, rc.peak_flops, rc.bw, ridge, cross, attn_int, prefill, tuple(rows), turn,
                             rc.flops_fraction, rc.bandwidth_fraction, tuple(notes), by_ctx, _why_it_varies(rc))
     return report if settings is None else pipeline_roofline(report, rc.model, rc.gpu, settings)
+
+
+def _crossover_note(rc: RooflineStepCost, ridge: float, cross: float) -> str:
+    """Where the weight matmuls turn compute-bound, with the figures that give it. A MoE step at that batch touches
+    every expert (1 − (1 − k/E)^T ≈ 1), so it reads all of a GPU's weights while it multiplies by its active ones only:
+    the batch is ridge × bytes read ÷ FLOPs per token (``_crossover``'s equality), ≈ ridge × bytes-per-weight / 2 ×
+    total ÷ active weights, not × experts/top-k (the routed experts are not all of the weights)."""
+    head = f"weight matmuls turn compute-bound at ≈ {cross:,.0f} tokens per step"
+    if not rc.model.is_moe or cross == float("inf"):
+        return head + " (ridge × bytes-per-weight / 2)"
+    read, flops = rc.weight_read_bytes(cross), 2 * rc.matmul_params + rc.head_flops_per_seq
+    touched = rc.experts_touched_fraction(cross)
+    share = "every expert, so it reads all the weights" if touched >= 0.995 else f"{touched:.0%} of the experts"
+    return (f"{head} (ridge {ridge:.1f} FLOP/B × {read / 1e9:,.2f} GB of weights read per GPU ÷ {flops / 1e9:,.2f} "
+            f"GFLOP of matmuls per token: at that batch the step touches {share} while each token multiplies by its "
+            "active ones)")
 
 
 def _why_it_varies(rc: RooflineStepCost) -> str:
