@@ -41,7 +41,8 @@ def test_the_split_sentence_names_the_flags_for_ones_own_split():
 
 @pytest.mark.parametrize(("value", "words"), [
     ("100M/week", "--monthly-tokens: '100M/week': cannot read the rate unit 'week'; write the volume per /month, "
-                  "/day or /hour (e.g. 100M/day; a month is 730 h = 30.42 days), or per month with no unit"),
+                  "/day, /hour, /min or /s (e.g. 100M/day, 20/s; a month is 730 h = 30.42 days), or per month with "
+                  "no unit"),
     ("-5/day", "--monthly-tokens: '-5' is negative; a volume must be more than 0"),
     ("abc/day", "--monthly-tokens: cannot read 'abc' as a count"),
 ])

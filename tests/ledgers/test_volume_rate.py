@@ -51,7 +51,8 @@ def test_the_conversion_is_restated_as_the_month_priced():
 
 
 @pytest.mark.parametrize(("parse", "text", "words"), [
-    (TOKENS, "100M/week", "'100M/week': cannot read the rate unit 'week'; write the volume per /month, /day or /hour"),
+    (TOKENS, "100M/week", "'100M/week': cannot read the rate unit 'week'; write the volume per /month, /day, /hour, "
+                          "/min or /s"),
     (TOKENS, "1B/year", "cannot read the rate unit 'year'"),
     (TOKENS, "-5/day", "'-5' is negative; a volume must be more than 0"),
     (TOKENS, "0/day", "'0' is zero; a volume must be more than 0"),
@@ -64,3 +65,18 @@ def test_an_unreadable_rate_is_refused_naming_the_flag_and_what_was_typed(parse,
         parse(text)
     assert str(err.value).startswith("--monthly-") and words in str(err.value)
     assert repr(text) in str(err.value)  # the whole text as typed, not only the count before the slash
+
+
+REQUESTS = volume_option("--monthly-requests", positive=True)
+
+
+def test_a_load_in_requests_per_second_is_the_month_search_sizes():
+    # 20 req/s, the load `search --rate 20` sizes for: 20 × 3600 s × 730 h = 52,560,000 requests a month, the figure
+    # `cost --monthly-requests 72K/hour` gives (72,000 × 730); per minute: 1,200/min × 60 × 730 = 52,560,000 too
+    assert REQUESTS("20/s") == REQUESTS("20/second") == REQUESTS("20 / sec") == 52_560_000.0
+    assert REQUESTS("72K/hour") == REQUESTS("1.2K/min") == REQUESTS("1200/minute") == 52_560_000.0
+    v = REQUESTS("20/s")
+    assert (v.per, v.rate, v.given) == ("second", 20.0, "20/s")
+    assert rate_words(v, "requests", tokens_text) == "20 requests/second × 2,628,000 s = 52.6M requests/month"
+    assert rate_words(REQUESTS("1.2K/min"), "requests", tokens_text) == (
+        "1,200 requests/minute × 43,800 min = 52.6M requests/month")  # tokens_text writes 1,200 whole

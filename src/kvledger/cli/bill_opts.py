@@ -84,7 +84,7 @@ MonthlyTokens = Annotated[
 MonthlyRequests = Annotated[
     float | None,
     typer.Option("--monthly-requests", parser=volume_option("--monthly-requests", positive=True),
-                 help="volume: requests per month (3M, 3e6; K, M, B, T: powers of 1000; or 100K/day, 4K/hour).",
+                 help="volume: requests per month (3M, 3e6; K, M, B, T: powers of 1000; or 100K/day, 4K/hour, 20/s).",
                  show_default=False),
 ]
 MonthlyIn = Annotated[

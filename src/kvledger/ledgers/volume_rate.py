@@ -1,9 +1,10 @@
-"""A monthly volume typed as a rate: ``"100M/day"``, ``"4M/h"``, ``"3B/month"`` or a bare ``"3B"`` (a month).
+"""A monthly volume typed as a rate: ``"100M/day"``, ``"4M/h"``, ``"20/s"``, ``"3B/month"`` or a bare ``"3B"``.
 
 One reader for ``--monthly-tokens``, ``--monthly-requests``, ``--monthly-input-tokens``/``--monthly-output-tokens``
 in the CLI, ``kvledger.cost`` and the web app's volume fields. A per-day or per-hour figure becomes a monthly one with
 the ledgers' month (``ledgers.month.HOURS_PER_MONTH``, 730 h; a day is 24 h, so a month is 730 ÷ 24 =
-30.42 days), and the value keeps what was typed (:class:`RateVolume`) so the answer can restate the conversion it
+30.42 days; a second is 1/3600 h, so a month is 730 × 3600 = 2,628,000 s, as ``search --rate`` sizes a req/s load),
+and the value keeps what was typed (:class:`RateVolume`) so the answer can restate the conversion it
 priced with.
 """
 
@@ -21,7 +22,10 @@ DAYS_PER_MONTH = HOURS_PER_MONTH / 24.0
 #: the rate units read after ``/`` → (the unit's word, how many of it make a month)
 PER_MONTH = {"month": ("month", 1.0), "mo": ("month", 1.0),
              "day": ("day", DAYS_PER_MONTH), "d": ("day", DAYS_PER_MONTH),
-             "hour": ("hour", HOURS_PER_MONTH), "hr": ("hour", HOURS_PER_MONTH), "h": ("hour", HOURS_PER_MONTH)}
+             "hour": ("hour", HOURS_PER_MONTH), "hr": ("hour", HOURS_PER_MONTH), "h": ("hour", HOURS_PER_MONTH),
+             "minute": ("minute", HOURS_PER_MONTH * 60), "min": ("minute", HOURS_PER_MONTH * 60),
+             "second": ("second", HOURS_PER_MONTH * 3600), "sec": ("second", HOURS_PER_MONTH * 3600),
+             "s": ("second", HOURS_PER_MONTH * 3600)}
 
 
 class RateVolume(float):
@@ -43,7 +47,8 @@ class RateVolume(float):
 
 def volume_option(what: str, *, positive: bool = False):  # noqa: ANN201 - a typer ``parser=``: str -> float
     """A ``parser=`` for a monthly volume: ``units.count_option``'s count (K, M, B, T: powers of 1000), optionally
-    ``/month``, ``/day`` (× 30.42) or ``/hour`` (× 730) after it; ``positive`` as ``count_option``'s.
+    ``/month``, ``/day`` (× 30.42), ``/hour`` (× 730), ``/min`` (× 43,800) or ``/s`` (× 2,628,000) after it;
+    ``positive`` as ``count_option``'s.
 
     Raises:
         InputError: an unread unit after ``/`` (a week or a year: no fixed number of the ledger's months), or the
@@ -58,8 +63,8 @@ def volume_option(what: str, *, positive: bool = False):  # noqa: ANN201 - a typ
         key = unit.strip().lower()
         if key not in PER_MONTH:
             raise InputError(f"{what}: {text!r}: cannot read the rate unit {unit.strip()!r}; write the volume per "
-                             "/month, /day or /hour (e.g. 100M/day; a month is 730 h = 30.42 days), or per month "
-                             "with no unit")
+                             "/month, /day, /hour, /min or /s (e.g. 100M/day, 20/s; a month is 730 h = 30.42 days), "
+                             "or per month with no unit")
         per, months = PER_MONTH[key]
         try:
             rate = count(head.strip())
@@ -77,5 +82,6 @@ def rate_words(value: object, noun: str, fmt) -> str:  # noqa: ANN001 - fmt: a c
     if not isinstance(value, RateVolume):
         return ""
     months = PER_MONTH[value.per][1]
-    many = f"{months:,.2f} days" if value.per == "day" else f"{months:,.0f} h"
+    many = {"day": f"{months:,.2f} days", "hour": f"{months:,.0f} h", "minute": f"{months:,.0f} min",
+            "second": f"{months:,.0f} s"}[value.per]
     return f"{fmt(value.rate)} {noun}/{value.per} × {many} = {fmt(float(value))} {noun}/month"
