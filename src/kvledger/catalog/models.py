@@ -32,7 +32,6 @@ _TWINS = {
     "meta-llama/Llama-3.2-3B": ["meta-llama/Llama-3.2-3B-Instruct"],
     "meta-llama/Llama-2-7b-hf": ["meta-llama/Llama-2-7b-chat-hf"],
     "meta-llama/Llama-2-70b-hf": ["meta-llama/Llama-2-70b-chat-hf"],
-    "Qwen/Qwen2.5-72B": ["Qwen/Qwen2.5-72B-Instruct"],
     "mistralai/Mixtral-8x7B-v0.1": ["mistralai/Mixtral-8x7B-Instruct-v0.1"],
     "google/gemma-2-9b-it": ["google/gemma-2-9b"],
     "Qwen/Qwen3-Next-80B-A3B-Thinking": ["Qwen/Qwen3-Next-80B-A3B-Instruct"],
