@@ -96,3 +96,24 @@ def test_one_full_attention_group_keeps_token_slots():
     assert (h.requests, h.blocks_per_request, h.rule) == (225, None, "")
     assert h.why() == "450,544 slots ÷ 2,000 tokens, prompt + output means"
     assert pool_holds(setup, 0.0) is None
+
+
+def test_a_shared_prefix_is_held_once_not_per_request():
+    # Llama-3.1-70B at TP 4 on H100: 28,800 usable blocks × 16 = 460,800 slots. A workload of prompt mean 80,939 and
+    # output mean 548 (81,487 tokens) whose every prompt starts with the same 20,000 tokens (1,250 full blocks, vLLM's
+    # hash cache shares them with a reference count): (460,800 − 20,000) ÷ (81,487 − 20,000) = 440,800 ÷ 61,487 =
+    # 7.17 → 7 requests; the old count, 460,800 ÷ 81,487 = 5.65 → 5, took the prefix once per request.
+    setup, _ = _setup("meta-llama/Llama-3.1-70B", tp=4)
+    assert setup.config.num_usable_blocks * 16 == 460_800
+    setup.config.enable_prefix_caching = True
+    setup.workload_info = {"shared_prefix_tokens": 20_000, "shared_prefix_requests": 300, "num_requests": 300}
+    h = pool_holds(setup, 81_487.0)
+    assert (h.requests, h.shared_tokens, h.private_mean_tokens) == (7, 20_000, 61_487.0)
+    assert "(460,800 slots − 20,000 shared-prefix tokens, cached once for every request) ÷ 61,487 tokens" in h.why()
+    # A 20,007-token prefix shares only its 1,250 full blocks (20,000 tokens: the partial block is each request's);
+    # half the prompts reaching it: (460,800 − 20,000) ÷ (81,487 − 0.5 × 20,000) = 440,800 ÷ 71,487 = 6.17 → 6.
+    setup.workload_info = {"shared_prefix_tokens": 20_007, "shared_prefix_requests": 150, "num_requests": 300}
+    assert (pool_holds(setup, 81_487.0).requests, pool_holds(setup, 81_487.0).shared_tokens) == (6, 20_000)
+    # Prefix caching off: every request prefills and holds its own copy, 460,800 ÷ 81,487 → 5.
+    setup.config.enable_prefix_caching = False
+    assert (pool_holds(setup, 81_487.0).requests, pool_holds(setup, 81_487.0).shared_tokens) == (5, 0)

@@ -4,6 +4,7 @@ request length it names (its workload's mean) instead of the one a log shows at 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
@@ -17,13 +18,15 @@ from kvledger.evidence.vllm_log.restarts import parse_vllm_log
 __all__ = ["plan_capacity_options"]
 
 
-def plan_capacity_options(plan: Plan, tokens_per_request: float) -> list[dict[str, Any]]:
+def plan_capacity_options(plan: Plan, tokens_per_request: float, held: Callable[[Plan], int] | None = None
+                          ) -> list[dict[str, Any]]:
     """``capacity_options``' rows for ``plan``'s pool, each option's ``requests_of_observed_size`` counting requests of
     ``tokens_per_request`` tokens as ``plan`` counts them (``window_capacity.requests_held``: a hybrid layout's blocks
     per request, else its token slots ÷ that, rounded down). The first row, the pool as planned, is ``"as simulated"``.
     A block-count override is kept as the pool (its blocks × bytes per block the KV budget the options start from, as
     doctor does with a logged count); the options re-plan from there, and the first row's notes say so
-    (``capacity_replan.override_basis``: vLLM itself keeps an override's count under any flag)."""
+    (``capacity_replan.override_basis``: vLLM itself keeps an override's count under any flag). ``held``: the count
+    instead (simulate's, with a shared prefix cached once: ``pool_holds.shared_count``)."""
     kw = {f.name: getattr(plan.settings, f.name) for f in fields(plan.settings)}
     override = kw.pop("num_gpu_blocks_override", None)
     model_plan = plan
@@ -33,7 +36,7 @@ def plan_capacity_options(plan: Plan, tokens_per_request: float) -> list[dict[st
     ctx = DoctorContext(parse_vllm_log("", source="simulate"), plan.model, "simulate", plan.gpu, "simulate --gpu", kw,
                         {}, 1, None, model_plan=model_plan, log_blocks_plan=plan if override else None, gpu_known=True)
     rows, _, _ = capacity_options(ctx, per_req=tokens_per_request,  # each plan's pool counted as plan counts a request
-                                  held=lambda p: requests_held(p, tokens_per_request)[0])
+                                  held=held or (lambda p: requests_held(p, tokens_per_request)[0]))
     if rows:
         m = plan.memory
         rows[0] = {**rows[0], "action": "as simulated",

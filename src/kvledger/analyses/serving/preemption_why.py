@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from kvledger.analyses.serving.pool_holds import pool_holds
+from kvledger.analyses.serving.pool_holds import pool_holds, shared_count, shared_prefix_held
 from kvledger.ledgers.columns import columns_from
 
 __all__ = ["preemption_facts"]
@@ -55,6 +55,8 @@ def preemption_facts(setup: Any, result: Any) -> dict[str, Any] | None:
            "ttft_mean_s": result.summary.ttft_s.mean}
     if holds is not None and holds.blocks_per_request is not None:  # hybrid: blocks per request, not token slots
         out.update(mean_request_blocks=holds.blocks_per_request, mean_requests_rule=holds.rule)
+    if holds is not None and holds.shared_tokens:  # a shared prefix's full blocks, held once
+        out.update(shared_prefix_tokens_held_once=holds.shared_tokens)
     out["why"], out["what_to_change"] = _why(out, holds), _change(out)
     return out
 
@@ -65,9 +67,16 @@ def _options(setup: Any, mean: float) -> list[dict[str, Any]]:
     plan = getattr(setup, "plan", None)
     if plan is None or mean <= 0 or setup.config.batching == "sglang":
         return []
+    from kvledger.accounting.window_capacity import requests_held
     from kvledger.analyses.doctor.plan_capacity import plan_capacity_options
 
-    return plan_capacity_options(plan, mean)
+    shared, share = shared_prefix_held(setup)
+
+    def held(p: Any) -> int:  # each re-planned pool counted as pool_holds counts the simulated one
+        n, d = requests_held(p, mean)
+        return n if d or not shared else shared_count(p.memory.usable_blocks * p.memory.block_size, mean, shared, share)
+
+    return plan_capacity_options(plan, mean, held=held)
 
 
 def _why(f: dict[str, Any], holds: Any) -> str:
@@ -138,7 +147,8 @@ def _cap_text(f: dict[str, Any], o: dict[str, Any]) -> str:
     held = (f"; the first preemption came with {first['running']:,} running, no more than this cap, so requests "
             "longer than the mean still preempt" if first and first["running"] <= n else "")
     d, pct = o["num_gpu_blocks_change"], o["num_gpu_blocks_change_pct"]
-    how = "the slots ÷ the mean request" if "mean_request_blocks" not in f else "as counted above"
+    counted = "mean_request_blocks" in f or "shared_prefix_tokens_held_once" in f
+    how = "as counted above" if counted else "the slots ÷ the mean request"
     ttft = f.get("ttft_mean_s")
     now = (f" (this run, with the preemptions: TTFT mean {ttft:,.2f} s; rerun with the cap to see its own)"
            if ttft else "")
