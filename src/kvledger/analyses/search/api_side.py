@@ -34,6 +34,7 @@ def api_side(spec: Any, feasible: list[dict[str, Any]]) -> dict[str, Any] | None
            "same_model": not any(" is not the same model " in n for n in notes)}  # as cost's note says it
     if feasible:
         wl = feasible[0]["workload"]
+        notes += _prefix_note(spec, mix, price, wl["prompt_tokens_mean"])
         rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
         if rate is not None:
             tin, tout = monthly_tokens_priced(spec, rate, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
@@ -44,6 +45,23 @@ def api_side(spec: Any, feasible: list[dict[str, Any]]) -> dict[str, Any] | None
             if b is not None:
                 out.update({"usd_per_month_lower_bound": b.lower_usd, "cache_read_mtok_per_month": b.reads_mtok})
     return out
+
+
+def _prefix_note(spec: Any, mix: Any, price: Any, prompt_mean: float) -> list[str]:
+    """Where the searched workload starts its prompts with a shared prefix (``--shared-prefix-tokens N``), which every
+    candidate's prefix cache reuses, and the API is priced uncached (no ``--cache-hit-rate``) on a row that discounts
+    cached input: the share the prefix is of the mean prompt, N ÷ the mean (at most: a prompt shorter than N shares
+    none), and the flag that prices it, as ``cost --simulate`` says of the run it prices (``mix_notes``)."""
+    n, cached = getattr(spec, "shared_prefix_tokens", None), price.cached_input_usd_per_mtok
+    if (not n or mix.cache_hit_rate > 0 or mix.cache_write_rate > 0 or cached is None
+            or cached >= price.input_usd_per_mtok or prompt_mean <= 0):
+        return []
+    share = min(1.0, n / prompt_mean)
+    return [f"the candidates reuse the {n:,}-token shared prefix (--shared-prefix-tokens) from their prefix cache, "
+            f"while {price.key} is priced with every input token uncached (no --cache-hit-rate) though it bills cached "
+            f"input at ${cached:g} against ${price.input_usd_per_mtok:g} per Mtok: the prefix is up to {share:.1%} of "
+            f"the mean prompt ({n:,} ÷ {prompt_mean:,.0f} tokens; less where prompts are shorter than it), and "
+            f"--cache-hit-rate {share:.2f} prices the API's prompt caching on it, where its provider caches the prefix"]
 
 
 def _row_notes(spec: Any, price: Any) -> list[str]:
