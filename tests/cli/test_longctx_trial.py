@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cli_run import cli_json, refused
+from cli_run import cli_json, refused, run_cli
 
 
 def test_qwen25_72b_instruct_plans_at_its_own_32k_and_refuses_128k_as_vllm_does():
@@ -32,3 +32,15 @@ def test_simulate_counts_a_shared_prefix_once_in_its_preemption_advice():
     counts = {o["action"]: o["requests_of_observed_size"] for o in p["options"]}
     assert [counts[a] for a in ("--kv-cache-dtype fp8", "--tensor-parallel-size 8", "--max-num-seqs 7")] == [14, 21, 7]
     assert "(460,800 slots − 20,000 shared-prefix tokens, cached once for every request) ÷ 61,487 tokens" in p["why"]
+
+
+def test_disk_bandwidth_is_said_per_gpu():
+    # The simulator divides each GPU's share of a prefix by --nvme-read-bandwidth: Llama-3.1-70B at TP 4 holds 81,920 B
+    # of KV per token per GPU, so a 131,071-token prefix is 10,737,336,320 B per GPU, 1.534 s at 7 GB/s — one drive per
+    # GPU. The help and the tier note now say so, and what a shared drive means.
+    out = " ".join(run_cli("offload", "--help").output.split())  # the help's lines joined
+    assert "disk read bandwidth per GPU, GB/s (default 7, an assumption: one PCIe Gen4 x4 drive for each GPU" in out
+    doc = cli_json("plan", "meta-llama/Llama-3.1-70B", "--gpu", "H100-SXM", "--tp", "4", "--kv-offloading-size", "512",
+                   "--kv-offloading-backend", "lmcache", "--kv-tier-nvme", "2TiB")
+    text = str(doc)
+    assert "NVMe and remote bandwidths are assumptions, per GPU" in text

@@ -44,8 +44,10 @@ def tier_notes(plan, tiers, out, priced_by: str = "the plan's roofline") -> list
                      f"({hbm.capacity_tokens:,}); "
                      "with a write-through rule it holds copies of what HBM holds, so it adds few hits")
     if any(t.name in ("nvme", "remote") for t in out):
-        notes.append("NVMe and remote bandwidths are assumptions (one PCIe Gen4 x4 drive; a 400 Gb/s NIC per GPU); "
-                     "pass measured figures with --nvme-read-bandwidth / --network-bandwidth")
+        notes.append("NVMe and remote bandwidths are assumptions, per GPU (one PCIe Gen4 x4 drive and one 400 Gb/s "
+                     "NIC for each GPU: every TP rank reads its own share of a prefix at once); pass measured "
+                     "figures with --nvme-read-bandwidth / --network-bandwidth (GPUs sharing one drive: its "
+                     "bandwidth ÷ the GPUs reading it)")
     notes.append(f"host link achievable fraction {tiers.link_fraction:g} of the per-direction peak is an assumption "
                  f"(--link-fraction); the recompute side is priced by {priced_by} at its achievable fractions")
     return notes

@@ -47,7 +47,8 @@ def offload(
     engine: str = typer.Option("vllm", "--engine", help="vllm or sglang."),
     engine_version: str | None = option(EngineFlags, "engine_version", help="vLLM version whose rules apply."),
     tp: int = typer.Option(1, flag_of(EngineFlags, "tp"), help="Tensor-parallel degree."),  # without vLLM's alias
-    max_model_len: str | None = option(EngineFlags, "max_model_len", help="Tokens (default 32K, as simulate's)."),
+    max_model_len: str | None = option(EngineFlags, "max_model_len", help=(
+        "Tokens (default 32K, as simulate's for --workload sessions: the cap sessions grow to).")),
     quantization: str | None = option(EngineFlags, "quantization", help=_QUANT_HELP),
     mamba_ssm_cache_dtype: str | None = option(EngineFlags, "mamba_ssm_cache_dtype"),
     tiers: TierFlags = TierFlags(), plan: EngineFlags = EngineFlags(),

@@ -32,7 +32,8 @@ class TierFlags:
         "A local-disk KV tier per GPU, GiB (2048 or 2TiB): LMCache local_disk (with --kv-offloading-backend lmcache)"
         " or SGLang HiCache's file storage backend."))
     nvme_read_bandwidth: float | None = flag("--nvme-read-bandwidth", help=(
-        "With --kv-tier-nvme: disk read bandwidth, GB/s (default 7, an assumption: one PCIe Gen4 x4 drive)."))
+        "With --kv-tier-nvme: disk read bandwidth per GPU, GB/s (default 7, an assumption: one PCIe Gen4 x4 drive "
+        "for each GPU; GPUs sharing one drive: its bandwidth ÷ the GPUs reading it)."))
     kv_tier_remote: str | None = flag("--kv-tier-remote", help=(
         "A remote KV store per GPU, GiB (e.g. 10TiB): LMCache remote (below local_disk, or below its CPU chunks) or "
         "SGLang HiCache's mooncake storage backend (one storage backend: not with --kv-tier-nvme in the simulator)."))
