@@ -33,6 +33,12 @@ def __getattr__(name: str):
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'kvledger' has no attribute {name!r}")
 
+
+def __dir__() -> list[str]:
+    """The module's names with the lazy ones (PEP 562), so ``dir(kvledger)`` and tab completion list ``plan`` and the
+    other calls before their first use."""
+    return sorted(set(globals()) | set(_LAZY))
+
 __all__ = [
     "ConfigError",
     "CostResult",
