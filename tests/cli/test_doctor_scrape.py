@@ -67,3 +67,31 @@ def test_another_engines_scrape_is_refused_by_name(tmp_path):
     f.write_text('# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs{tp_rank="0"} 4.0\n')
     msg = refused("doctor", str(f))
     assert "none of them vLLM's" in msg and "reads vLLM's metrics (vllm:…) only" in msg
+
+
+def test_prefix_cache_counters_gpu_and_connector(tmp_path):
+    # The real V0 scrape: vllm:gpu_prefix_cache_hit_rate -1.0, which 0.10.1's NaiveBlockAllocator returns (caching off).
+    assert "prefix cache: prefix caching off (vllm:gpu_prefix_cache_hit_rate −1, V0)" in run_cli("doctor",
+                                                                                                 str(SCRAPE)).output
+    # A V1 scrape of a DP-2 server with CPU offloading: the GPU counters per engine summed, 3,000,000 + 2,980,000 =
+    # 5,980,000 hit of 12,000,000 + 12,281,682 = 24,281,682 queried = 24.6 %; the connector's 900,000 of the
+    # 18,301,682 tokens past the GPU hit (24,281,682 − 5,980,000) = 4.9 %.
+    text = SCRAPE.read_text() + (
+        "# TYPE vllm:prefix_cache_queries_total counter\n"
+        'vllm:prefix_cache_queries_total{engine="0",model_name="m"} 12000000.0\n'
+        'vllm:prefix_cache_queries_total{engine="1",model_name="m"} 12281682.0\n'
+        "# TYPE vllm:prefix_cache_hits_total counter\n"
+        'vllm:prefix_cache_hits_total{engine="0",model_name="m"} 3000000.0\n'
+        'vllm:prefix_cache_hits_total{engine="1",model_name="m"} 2980000.0\n'
+        "# TYPE vllm:external_prefix_cache_queries_total counter\n"
+        'vllm:external_prefix_cache_queries_total{engine="0",model_name="m"} 18301682.0\n'
+        "# TYPE vllm:external_prefix_cache_hits_total counter\n"
+        'vllm:external_prefix_cache_hits_total{engine="0",model_name="m"} 900000.0\n')
+    f = tmp_path / "metrics.txt"
+    f.write_text(text)
+    p = cli_json("doctor", str(f))["prefix_cache"]
+    assert (p["gpu"]["queries_tokens"], p["gpu"]["hits_tokens"]) == (24_281_682, 5_980_000)
+    assert round(p["gpu"]["hit_rate"], 4) == 0.2463 and round(p["connector"]["hit_rate"], 4) == 0.0492
+    out = run_cli("doctor", str(f)).output
+    assert "prefix cache: GPU 5,980,000 of 24,281,682 prompt tokens looked up = 24.6%" in out
+    assert "KV connector 900,000 of 18,301,682 tokens past the GPU hit" in out and "= 4.9%" in out

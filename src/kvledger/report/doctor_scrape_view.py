@@ -42,6 +42,8 @@ def render_doctor_scrape(rep: dict[str, Any]) -> None:
               + (f" ({rep['kv_usage_metric']}, a fraction 0–1 × 100)" if rep["kv_usage_metric"] else "")
               + f"; requests running {rep['running'] if rep['running'] is not None else '?'}, waiting "
               f"{rep['waiting'] if rep['waiting'] is not None else '?'} (vllm:num_requests_running/_waiting)")
+    if (prefix := rep.get("prefix_cache") or {}).get("message"):
+        con.print(f"prefix cache: {escape(prefix['message'])}")
     if rep["advice"]:
         con.print(f"advice: {escape(rep['advice'])}")
         con.print(f"rule: {escape(rep['preemptions']['rule'])}")

@@ -32,6 +32,31 @@ def _preemptions(s: VllmScrape) -> dict[str, Any]:
     return {"count": n, "triggered": True, "message": f"{head}: {PREEMPTION_MEANING}", "rule": RULE}
 
 
+def _prefix_cache(s: VllmScrape) -> dict[str, Any]:
+    """The prefix-cache counters in words: the GPU cache's hit share of the prompt tokens looked up, and the KV
+    connector's (a CPU offload tier, LMCache) of the tokens past the GPU hit; since the server started."""
+    out: dict[str, Any] = {"gpu": None, "connector": None, "message": None}
+    parts = []
+    for key, pair, name, what in (
+            ("gpu", s.prefix_gpu, "vllm:prefix_cache_hits ÷ vllm:prefix_cache_queries", "prompt tokens looked up"),
+            ("connector", s.prefix_connector, "vllm:external_prefix_cache_hits ÷ _queries",
+             "tokens past the GPU hit looked up in the KV connector (offload tier, LMCache)")):
+        if pair is None:
+            continue
+        q, h = pair
+        rate = h / q if q else None
+        out[key] = {"queries_tokens": q, "hits_tokens": h, "hit_rate": rate}
+        parts.append(f"{'GPU' if key == 'gpu' else 'KV connector'} {h:,} of {q:,} {what}"
+                     + (f" = {rate:.1%}" if rate is not None else " (none looked up yet)") + f" ({name})")
+    if parts:
+        out["message"] = "; ".join(parts) + ", counters since the server started"
+    elif s.v0_prefix_hit_rate is not None:
+        v = s.v0_prefix_hit_rate
+        out["message"] = ("prefix caching off (vllm:gpu_prefix_cache_hit_rate −1, V0)" if v < 0 else
+                          f"GPU block hit rate {v:.1%} (vllm:gpu_prefix_cache_hit_rate, V0: blocks, not tokens)")
+    return out
+
+
 def _settings(s: VllmScrape, engine_version: str | None, launch: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     kw: dict[str, Any] = {"engine": "vllm", **{k: v for k, v in launch.items() if v is not None}}
     if engine_version:
@@ -93,6 +118,6 @@ def diagnose_scrape(s: VllmScrape, *, model: Any = None, gpu: Any = None, engine
               "log re-plans each in numbers") if pre["triggered"] else None
     return {"kind": "vllm_metrics_scrape", "scrape": s.to_dict(), "preemptions": pre,
             "pool": _pool(s, model, gpu, kw), "kv_usage_pct": usage, "kv_usage_metric": s.kv_usage_name,
-            "running": s.running, "waiting": s.waiting, "advice": advice,
+            "running": s.running, "waiting": s.waiting, "advice": advice, "prefix_cache": _prefix_cache(s),
             "notes": notes + ["a scrape is one moment: usage and queue are now, the counters since the server "
                               "started; scrape twice and subtract for a rate"]}
