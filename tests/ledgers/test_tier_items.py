@@ -97,6 +97,10 @@ def test_a_tier_without_a_price_takes_the_cheapest_bundled_row_and_names_it():
     assert host.usd_per_gib_month == 0.48 and host.as_of == "2025-12-28"
     assert "tier_prices.csv Bought:host:ddr5-rdimm-36mo" in host.source and "(3DNews, 2025-12-28" in host.source
     assert "no --host-memory-usd-per-gib-month given" in host.source
+    # the default row prices memory bought beside the GPUs; a rented instance's own memory is in its hourly price, and
+    # the source says which flag prices that case at 0
+    assert ("the host memory a rented GPU instance comes with is in its hourly price: "
+            "--host-memory-usd-per-gib-month 0 prices a tier that fits in it") in host.source
     (item,) = tier_items(KvTierBill((host,)), 730.0)
     assert item.amount_usd == pytest.approx(122.88)
     nvme = TierRate.given("nvme", 1024.0, None)

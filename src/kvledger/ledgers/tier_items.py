@@ -30,6 +30,12 @@ TIER_KINDS = {"host": ("host memory for the KV tier", "--host-memory-usd-per-gib
               "nvme": ("NVMe for the KV tier", "--nvme-usd-per-gib-month")}
 """Tier kind → (line-item name, the flag that prices it)."""
 
+# a rented GPU instance's own memory and disk are in its hourly price: a default row's price is an added cost only for
+# memory or disk bought beyond them (AWS p5.48xlarge: 2 TiB of memory for 8 H100s, docs/offload.md, and 8 × 3.84 TB
+# of local NVMe, AWS's P5 instance page, all in its rental)
+_OWN = {"host": "the host memory a rented GPU instance comes with is in its hourly price",
+        "nvme": "the local NVMe a rented GPU instance comes with is in its hourly price"}
+
 
 @dataclass(frozen=True, slots=True)
 class TierRate:
@@ -61,7 +67,8 @@ class TierRate:
             if row is None:
                 raise InputError(f"a {kind} KV tier needs its price: {flag} (USD per GiB-month; the price table has "
                                  f"no {kind} row)")
-            return cls(kind, float(size_gib), row.usd_per_gib_month, f"{row.citation} (no {flag} given)", row.as_of)
+            return cls(kind, float(size_gib), row.usd_per_gib_month, f"{row.citation} (no {flag} given; {_OWN[kind]}: "
+                       f"{flag} 0 prices a tier that fits in it)", row.as_of)
         if not (math.isfinite(usd_per_gib_month) and 0 <= usd_per_gib_month <= 1e4):
             raise InputError(f"{flag} must be a finite price in [0, 10000] USD per GiB-month, got "
                              f"{usd_per_gib_month!r}")
