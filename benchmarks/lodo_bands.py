@@ -35,6 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
+import gpu_holdout
+
 ROOT = Path(__file__).resolve().parents[1]
 BANDS = ROOT / "src" / "kvledger" / "ledgers" / "data" / "error_bands.json"
 DOC = ROOT / "docs" / "calibration" / "validation-latency.md"
@@ -155,13 +157,18 @@ def lodo(shared: Path) -> dict:
                               "fractions": [fit.flops_fraction, fit.bandwidth_fraction], "link_share": fit.link_share}
             row["gpu"] = dep["gpu"]
             row["gpu_scope"] = _errors(dep, (fit.flops_fraction, fit.bandwidth_fraction, 0.0, 0.0, fit.link_share))
+        row["held_out_gpu"] = gpu_holdout.held_out_errors(dep, row["uncalibrated"])  # leave one GPU out
         row["wall_s"] = time.perf_counter() - t
         row["files"] = [str(st.path if st is not None else r.source) for r, st in dep["items"]]
         rows.append(row)
     from public_moe_rows import public_moe_rows
 
-    rows += public_moe_rows()  # the public MoE serving figures, uncalibrated (public_moe_rows.py)
-    return {"rows": rows, "bands": bands(rows), "coverage": coverage(rows)}
+    public = public_moe_rows()  # the public MoE serving figures, uncalibrated (public_moe_rows.py)
+    gpu_holdout.public_held_out(public)
+    rows += public
+    measured = bands(rows)
+    return {"rows": rows, "bands": measured, "coverage": coverage(rows),
+            "unmeasured_gpu": gpu_holdout.section(rows, measured)}
 
 
 def _regime_errors(rows: list[dict], skip: str | None = None) -> dict[str, dict[str, list[tuple[float, str]]]]:
@@ -282,7 +289,8 @@ def write_bands(d: dict) -> None:
                                   "inference-sim/training: errors only, no data copied), benchmarks/data/"
                                   "public-runs (LLMServingSim's Qwen3-32B TP 2 and DeepSeek-V3.2-Exp-16L64E, MIT) "
                                   "and benchmarks/data/public-moe-serving (published MoE serving figures, vLLM)"},
-           "regimes": d["bands"], "coverage_leave_one_out": d["coverage"], "member_files": _member_files(d["rows"])}
+           "regimes": d["bands"], "coverage_leave_one_out": d["coverage"], "member_files": _member_files(d["rows"]),
+           "unmeasured_gpu": d["unmeasured_gpu"]}
     if BANDS.exists():  # the cross-model band is another section's (benchmarks/crossmodel_bands.py): kept
         kept = json.loads(BANDS.read_text(encoding="utf-8")).get("cross_model")
         if kept:
@@ -339,14 +347,24 @@ def write_doc(d: dict) -> None:
               "vllm+chunking_and_prefix_caching: vLLM 0.11 never read its one-argument \"--quantization "
               "bitsandbytes\"), stages with more than 10% failed requests (the Llama-2-7B "
               "and Llama-2-70B reasoning stages); DistServe's five runs are "
-              "validated leave-one-out by `--sections distserve` (model scope, A100)."]
+              "validated leave-one-out by `--sections distserve` (model scope, A100).", "",
+              "## Leave one GPU out: the band of a GPU with no measured run", "",
+              "Each GPU's runs held out and priced as on a GPU nobody measured (no GPU profile, flat matmul "
+              "efficiency: benchmarks/gpu_holdout.py); the band printed for a figure on a GPU outside "
+              f"{', '.join(d['unmeasured_gpu']['held_out_gpus'])}.", "",
+              *gpu_holdout.table_lines(d["unmeasured_gpu"])]
     DOC.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def print_lodo(d: dict) -> None:
+    _print_rows(d)
+    gpu_holdout.print_section(d["unmeasured_gpu"])
+
+
+def _print_rows(d: dict) -> None:
     print("\n== leave one deployment out: uncalibrated roofline and GPU profile from the other deployments ==")
     for r in d["rows"]:
-        for key in ("uncalibrated", "gpu_scope"):
+        for key in ("uncalibrated", "gpu_scope", "held_out_gpu"):
             if key in r:
                 e = r[key]
                 print(f"  {r['deployment']:<60} {key:<13}" + "  ".join(

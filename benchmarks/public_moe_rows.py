@@ -27,12 +27,14 @@ def _deployment(p: dict) -> str:
     return f"public {source} {p['model'].split('/')[-1]} {p['gpu']} TP {p['tp'] or 1}{version}"
 
 
-def public_moe_rows(jobs: int = 2) -> list[dict]:
+def public_moe_rows(jobs: int = 2, extra_flags: str = "") -> list[dict]:
     """One row per deployment: ``{"deployment", "gpu", "kind", "arch": "moe", "uncalibrated": {metric: [errors]},
-    "files": []}`` (no file of a run ``validate`` reads: none is a band member)."""
+    "files": []}`` (no file of a run ``validate`` reads: none is a band member); ``extra_flags``: added to every
+    point's ``simulate`` (gpu_holdout.py prices them as on a GPU nobody measured)."""
     from moe_serving_check import POINTS, run_point
 
-    points = [p for p in csv.DictReader(POINTS.open()) if p["engine"] == "vllm" and p["metric"] in METRIC
+    points = [{**p, "extra_flags": f"{p.get('extra_flags') or ''} {extra_flags}".strip()}
+              for p in csv.DictReader(POINTS.open()) if p["engine"] == "vllm" and p["metric"] in METRIC
               and (p["metric"] == "tpot_ms") == bool(p["concurrency"])]
     with ThreadPoolExecutor(jobs) as ex:
         preds = list(ex.map(lambda p: run_point(p, ROOT / "src")[0], points))

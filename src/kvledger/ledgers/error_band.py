@@ -50,7 +50,8 @@ class Band:
             for a GPU regime with no point of its own (``_regimes``), not a leave-one-deployment-out band.
         gpu_ids: catalog ids of the GPUs the band's deployments ran on (empty: the file does not say).
         elsewhere: the clause ``on_gpu`` added to ``source`` for a GPU none of them ran on ("measured on … only, not on
-            …: ``FLOOR``"), for a line that names the band without its whole source; "" else.
+            …: ``FLOOR``"; on a GPU with no measured run at all, "no measured run on …: the unmeasured-GPU band
+            …"), for a line that names the band without its whole source; "" else.
     """
 
     regime: str
@@ -66,10 +67,16 @@ class Band:
 
     def on_gpu(self, gpu_id: str | None, gpu_name: str = "") -> Band:
         """This band for a figure on ``gpu_id``: where its deployments ran on other GPUs only, its source says so
-        (the errors were measured elsewhere: a floor for this GPU, not a measurement of it); else itself."""
+        (the errors were measured elsewhere: a floor for this GPU, not a measurement of it); else itself. On a GPU
+        with no measured run behind any stored band, widened to the unmeasured-GPU band (leave one GPU out:
+        ``kvledger.ledgers.unmeasured_gpu``)."""
         if not gpu_id or not self.gpu_ids or gpu_id in self.gpu_ids:
             return self
         from kvledger.catalog.gpus import get_gpu
+        from kvledger.ledgers.unmeasured_gpu import for_unmeasured_gpu, measured_gpu_ids
+
+        if gpu_id not in measured_gpu_ids():
+            return for_unmeasured_gpu(self, gpu_name or gpu_id)
 
         names = ", ".join(get_gpu(g).name for g in self.gpu_ids)
         said = f"measured on {names} only, not on {gpu_name or gpu_id}"
