@@ -122,10 +122,11 @@ def for_unmeasured_gpu(band: Band, gpu_name: str) -> Band:
     q10, q90 = band.errors()
     lo, hi = min(q10, e["q10"]), max(q90, e["q90"])
     lent = "" if key.split("/")[1:] == band.regime.split("/")[1:] else f" (of {key}: none of its own)"
-    short = (f"no measured run on {gpu_name}: the unmeasured-GPU band {e['q10']:+.1%} … {e['q90']:+.1%}{lent}, "
-             f"leaving each of {e['num_gpus']} measured GPUs out in turn ({e['num_runs']} measured points of "
-             f"{e['num_deployments']} deployments)")
-    src = (f"{band.source}; {short}, each held-out GPU priced with no GPU profile and flat matmul efficiency; "
-           f"{e['method']}; widened, per side, to {lo:+.1%} … {hi:+.1%}")
+    k = e["num_gpus"]
+    short = (f"no measured run on {gpu_name}: the unmeasured-GPU band {e['q10']:+.1%} … {e['q90']:+.1%}{lent}, from "
+             f"{e['num_runs']} measured points of {e['num_deployments']} deployments on {k} GPU{'s' * (k != 1)}, "
+             "each GPU held out in turn")
+    src = (f"{band.source}; {short} and priced with no GPU profile and flat matmul efficiency; {e['method']}; "
+           f"this band widened, per side, to {lo:+.1%} … {hi:+.1%}")
     return replace(band, low=1.0 / (1.0 + hi), high=1.0 / (1.0 + lo), num_runs=max(band.num_runs, e["num_runs"]),
                    source=src, elsewhere=short)
