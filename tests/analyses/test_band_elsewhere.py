@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from kvledger.cli.main import app
@@ -13,22 +14,32 @@ from kvledger.ledgers.error_band import error_band
 from kvledger.report.decision_view import capacity_band_clause
 
 # the uncalibrated throughput band's 9 deployments ran on the H100, the RTX 4090 and the RTX PRO 6000
-# (error_bands.json uncalibrated/dense/vllm throughput gpu_ids); an L40S figure is none of them
+# (error_bands.json uncalibrated/dense/vllm throughput gpu_ids); an A100 80GB figure is none of them, though the A100
+# has measured runs behind another band (the MoE TPOT band's), so it is a measured GPU and keeps the regime's band
 ELSEWHERE = ("measured on NVIDIA H100 80GB SXM5, NVIDIA GeForce RTX 4090, NVIDIA RTX PRO 6000 Blackwell Server "
-             "Edition only, not on NVIDIA L40S: its width a floor for the error there, not a measurement")
-COST = ["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "L40S", "--prompt-lengths", "fixed:900",
+             "Edition only, not on NVIDIA A100 80GB SXM4: its width a floor for the error there, not a measurement")
+# an L40S has no measured run behind any band: the unmeasured-GPU band (error_bands.json unmeasured_gpu,
+# uncalibrated/dense/vllm throughput: q10 −18.5%, q90 +49.7% from the H100, RTX 4090 and RTX PRO 6000 held out)
+UNMEASURED = ("no measured run on NVIDIA L40S: the unmeasured-GPU band -18.5% … +49.7%, from 9 measured points of 9 "
+              "deployments on 3 GPUs, each GPU held out in turn")
+COST = ["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "A100-80GB", "--prompt-lengths", "fixed:900",
         "--output-lengths", "fixed:250", "--slo", "ttft=500ms,tpot=50ms", "--monthly-tokens", "3e10",
         "--num-requests", "200"]
 
 
 def test_on_gpu_keeps_its_clause_for_lines_that_do_not_print_the_whole_source():
     band = error_band("uncalibrated/dense/vllm", "throughput")
-    l40s = band.on_gpu("nvidia_l40s", "NVIDIA L40S")
-    assert l40s.elsewhere == ELSEWHERE and l40s.source == band.source + "; " + ELSEWHERE
+    a100 = band.on_gpu("nvidia_a100_80gb_sxm", "NVIDIA A100 80GB SXM4")
+    assert a100.elsewhere == ELSEWHERE and a100.source == band.source + "; " + ELSEWHERE
+    assert (a100.low, a100.high) == (band.low, band.high)
     assert band.on_gpu("nvidia_h100_sxm", "NVIDIA H100 80GB SXM5").elsewhere == ""  # one of its GPUs
+    # on a GPU nobody measured, the wider unmeasured-GPU band: 1/1.49653 = 0.66821 … 1/0.81512 = 1.22682
+    l40s = band.on_gpu("nvidia_l40s", "NVIDIA L40S")
+    assert l40s.elsewhere == UNMEASURED and l40s.source.startswith(band.source + "; " + UNMEASURED)
+    assert (l40s.low, l40s.high) == (pytest.approx(0.66821, abs=1e-5), pytest.approx(1.22682, abs=1e-5))
     # a lent band's source says "a floor for the error there" once already (no SGLang run: vLLM's band); the
     # clause still says it
-    lent = error_band("uncalibrated/dense/sglang", "tpot_mean").on_gpu("nvidia_l40s", "NVIDIA L40S")
+    lent = error_band("uncalibrated/dense/sglang", "tpot_mean").on_gpu("nvidia_a100_80gb_sxm", "NVIDIA A100 80GB SXM4")
     assert lent.source.count("a floor for the error there") == 1
     assert lent.elsewhere.endswith(": its width a floor for the error there, not a measurement")
 
@@ -52,7 +63,17 @@ def test_report_and_search_lines_carry_the_clause_and_a_plot_label_does_not():
     del cs["error_band"]["elsewhere"]  # an older JSON
     assert capacity_band_clause(cs) == " (80% band 3.78–5.106 req/s, uncalibrated roofline)"
     out = CliRunner().invoke(app, ["search", "meta-llama/Llama-3.1-8B", "--slo", "ttft=500ms,tpot=50ms", "--gpus",
-                                   "L40S", "--tp", "1", "--rate", "30", "--num-requests", "200"],
+                                   "A100-80GB", "--tp", "1", "--rate", "30", "--num-requests", "200"],
                              env={"COLUMNS": "300"}).output
     winner = " ".join(out.split()).split("winner: ")[1]
     assert f"at ×1.10; {ELSEWHERE}), SLO capacity" in winner  # closing the capacity band's bills
+
+
+def test_cost_on_a_gpu_nobody_measured_prints_the_unmeasured_gpu_band():
+    runner = CliRunner()
+    args = [a if a != "A100-80GB" else "L40S" for a in COST]
+    doc = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
+    assert UNMEASURED in doc["decision"]["band_source"]
+    assert doc["simulation"]["capacity_search"]["error_band"]["elsewhere"] == UNMEASURED
+    text = " ".join(runner.invoke(app, args, env={"COLUMNS": "300"}).output.split())
+    assert UNMEASURED in text.split("error band: ")[1]
