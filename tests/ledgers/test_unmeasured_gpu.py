@@ -39,9 +39,12 @@ def test_measured_gpus_are_read_from_the_stored_bands():
     # every GPU behind a stored band (error_bands.json: regimes, cross_model, unmeasured_gpu's held-out GPUs)
     table = stored_bands()
     named = {g for ms in table["regimes"].values() for b in ms.values() for g in b["gpu_ids"]}
-    assert named <= measured_gpu_ids() and set(table["unmeasured_gpu"]["held_out_gpus"]) <= measured_gpu_ids()
-    assert {"nvidia_h100_sxm", "nvidia_rtx_4090"} <= measured_gpu_ids()
-    assert not {"nvidia_l40s", "nvidia_h200_sxm", "nvidia_b200"} & measured_gpu_ids()
+    measured = measured_gpu_ids(table)
+    assert named <= measured and set(table["unmeasured_gpu"]["held_out_gpus"]) <= measured
+    assert {"nvidia_h100_sxm", "nvidia_rtx_4090"} <= measured
+    assert not {"nvidia_l40s", "nvidia_h200_sxm", "nvidia_b200"} & measured
+    # the set is the file's: a table without the H100's runs would not count it
+    assert "nvidia_h100_sxm" not in measured_gpu_ids({"regimes": {"r": {"m": {"gpu_ids": ["nvidia_rtx_4090"]}}}})
     band = error_band("uncalibrated/dense/vllm", "tpot_mean")
     assert band.on_gpu("nvidia_h100_sxm", "NVIDIA H100 80GB SXM5") is band  # measured: its own band
     wide = band.on_gpu("nvidia_l40s", "NVIDIA L40S")

@@ -73,15 +73,27 @@ class Band:
         if not gpu_id or not self.gpu_ids or gpu_id in self.gpu_ids:
             return self
         from kvledger.catalog.gpus import get_gpu
-        from kvledger.ledgers.unmeasured_gpu import for_unmeasured_gpu, measured_gpu_ids
 
-        if gpu_id not in measured_gpu_ids():
-            return for_unmeasured_gpu(self, gpu_name or gpu_id)
+        if gpu_id not in _measured_gpus():
+            return self._unmeasured(gpu_name or gpu_id)
 
         names = ", ".join(get_gpu(g).name for g in self.gpu_ids)
         said = f"measured on {names} only, not on {gpu_name or gpu_id}"
         floor = "" if FLOOR in self.source else f": {FLOOR}"  # said once
         return replace(self, source=self.source + f"; {said}{floor}", elsewhere=f"{said}: {FLOOR}")
+
+    def _unmeasured(self, gpu_name: str) -> Band:
+        """``on_gpu`` on a GPU with no measured run: widened, per side, to the unmeasured-GPU band of its architecture
+        and engine (``unmeasured_gpu.widened``), said so; itself with that said where the file has none."""
+        from kvledger.ledgers.unmeasured_gpu import unmeasured_entry, widened
+
+        found = unmeasured_entry(_table(), self.regime, self.metric)
+        if found is None:
+            said = f"no measured run on {gpu_name} and no unmeasured-GPU band for {self.metric}: {FLOOR}"
+            return replace(self, source=f"{self.source}; {said}", elsewhere=said)
+        lo, hi, short, detail = widened(self.regime, self.errors(), found, gpu_name)
+        return replace(self, low=1.0 / (1.0 + hi), high=1.0 / (1.0 + lo), num_runs=max(self.num_runs,
+                       found[1]["num_runs"]), source=f"{self.source}; {short} {detail}", elsewhere=short)
 
     def beyond(self, setting: str | None) -> Band:
         """This band for a figure under a ``setting`` none of its measured runs had (data parallelism, a TP group
@@ -146,6 +158,14 @@ def _regimes() -> dict[str, dict[str, Any]]:
             if isinstance(b, dict) and m not in out.get(key, {}):
                 out.setdefault(key, {})[m] = {**b, "cross_model": b.get("data", "cross-model evidence")}
     return out
+
+
+@functools.lru_cache(maxsize=1)
+def _measured_gpus() -> frozenset[str]:
+    """The GPUs with a measured run behind a stored band (``unmeasured_gpu.measured_gpu_ids`` of the file)."""
+    from kvledger.ledgers.unmeasured_gpu import measured_gpu_ids
+
+    return measured_gpu_ids(_table())
 
 
 def stored_bands() -> dict[str, Any]:

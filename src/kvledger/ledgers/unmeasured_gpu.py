@@ -16,21 +16,16 @@ largest, the t prediction interval over GPUs (each weighted once; from two GPUs)
 deployments and counts behind it.
 
 :func:`measured_gpu_ids` is the set of GPUs with a measured run behind any stored band (read from the file, never a
-list kept here); :func:`for_unmeasured_gpu` widens a band, per side, to the unmeasured-GPU band of its architecture
-and engine, for ``Band.on_gpu``.
+list kept here); :func:`widened` takes a band, per side, to the unmeasured-GPU band of its architecture and engine
+(:func:`unmeasured_entry`), for ``Band.on_gpu``.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from kvledger.ledgers.error_band import Band
-
-__all__ = ["held_out_gpu_interval", "measured_gpu_ids", "unmeasured_entry", "for_unmeasured_gpu", "RANKS_FROM_GPUS",
+__all__ = ["held_out_gpu_interval", "measured_gpu_ids", "unmeasured_entry", "widened", "RANKS_FROM_GPUS",
            "RANKS_FROM_VALUES"]
 
 #: conformal ranks reach 80% from nine groups ((k − 1)/(k + 1) = 0.8) and, as for the regime bands, ten values
@@ -72,13 +67,9 @@ def held_out_gpu_interval(values: Sequence[float], gpus: Sequence[str],
     return float(lo), float(hi), how
 
 
-@functools.lru_cache(maxsize=1)
-def measured_gpu_ids() -> frozenset[str]:
-    """Catalog ids of the GPUs with a measured run behind a stored band: every ``gpu_ids`` of the regime and
-    cross-model bands, and the held-out GPUs of the unmeasured-GPU band (``error_bands.json``)."""
-    from kvledger.ledgers.error_band import stored_bands
-
-    table = stored_bands()
+def measured_gpu_ids(table: dict[str, Any]) -> frozenset[str]:
+    """Catalog ids of the GPUs with a measured run behind a band of ``table`` (``error_bands.json``): every ``gpu_ids``
+    of the regime and cross-model bands, and the held-out GPUs of the unmeasured-GPU band."""
     out: set[str] = set()
     for section in (table.get("regimes") or {}, table.get("cross_model") or {}):
         for ms in section.values():
@@ -88,10 +79,11 @@ def measured_gpu_ids() -> frozenset[str]:
     return frozenset(out)
 
 
-def unmeasured_entry(regime: str, metric: str) -> tuple[str, dict[str, Any]] | None:
-    """(key, stored entry) of the unmeasured-GPU band for ``regime``'s architecture and engine: its own, else the same
-    architecture's vLLM one, else the dense vLLM one (the nearest that has ``metric``); None where none has it."""
-    regimes = (stored_bands_section().get("regimes") or {})
+def unmeasured_entry(table: dict[str, Any], regime: str, metric: str) -> tuple[str, dict[str, Any]] | None:
+    """(key, stored entry) of ``table``'s unmeasured-GPU band for ``regime``'s architecture and engine: its own, else
+    the same architecture's vLLM one, else the dense vLLM one (the nearest that has ``metric``); None where none has
+    it."""
+    regimes = (table.get("unmeasured_gpu") or {}).get("regimes") or {}
     _, arch, engine = regime.split("/")
     for key in dict.fromkeys((f"uncalibrated/{arch}/{engine}", f"uncalibrated/{arch}/vllm",
                               "uncalibrated/dense/vllm")):
@@ -101,32 +93,18 @@ def unmeasured_entry(regime: str, metric: str) -> tuple[str, dict[str, Any]] | N
     return None
 
 
-def stored_bands_section() -> dict[str, Any]:
-    """``error_bands.json``'s ``unmeasured_gpu`` section ({} when the file has none)."""
-    from kvledger.ledgers.error_band import stored_bands
-
-    return stored_bands().get("unmeasured_gpu") or {}
-
-
-def for_unmeasured_gpu(band: Band, gpu_name: str) -> Band:
-    """``band`` for a figure on a GPU with no measured run (``gpu_name``): widened, per side, to take in the
-    unmeasured-GPU band of its architecture and engine, its source saying so and from how many GPUs and runs; the
-    band itself, with the clause that no run was measured on that GPU, where the file has no such band."""
-    from kvledger.ledgers.error_band import FLOOR
-
-    found = unmeasured_entry(band.regime, band.metric)
-    if found is None:
-        said = f"no measured run on {gpu_name} and no unmeasured-GPU band for {band.metric}: {FLOOR}"
-        return replace(band, source=f"{band.source}; {said}", elsewhere=said)
+def widened(regime: str, q: tuple[float, float], found: tuple[str, dict[str, Any]],
+            gpu_name: str) -> tuple[float, float, str, str]:
+    """(q10, q90, clause, detail) of a band of ``regime`` with errors ``q`` on ``gpu_name``, a GPU with no measured run,
+    widened per side to the unmeasured-GPU band ``found`` (``unmeasured_entry``): the clause says so and from how
+    many GPUs and runs; the detail, how the held-out GPUs were priced, the method and the band's ends."""
     key, e = found
-    q10, q90 = band.errors()
-    lo, hi = min(q10, e["q10"]), max(q90, e["q90"])
-    lent = "" if key.split("/")[1:] == band.regime.split("/")[1:] else f" (of {key}: none of its own)"
+    lo, hi = min(q[0], e["q10"]), max(q[1], e["q90"])
+    lent = "" if key.split("/")[1:] == regime.split("/")[1:] else f" (of {key}: none of its own)"
     k = e["num_gpus"]
     short = (f"no measured run on {gpu_name}: the unmeasured-GPU band {e['q10']:+.1%} … {e['q90']:+.1%}{lent}, from "
              f"{e['num_runs']} measured points of {e['num_deployments']} deployments on {k} GPU{'s' * (k != 1)}, "
              "each GPU held out in turn")
-    src = (f"{band.source}; {short} and priced with no GPU profile and flat matmul efficiency; {e['method']}; "
-           f"this band widened, per side, to {lo:+.1%} … {hi:+.1%}")
-    return replace(band, low=1.0 / (1.0 + hi), high=1.0 / (1.0 + lo), num_runs=max(band.num_runs, e["num_runs"]),
-                   source=src, elsewhere=short)
+    detail = (f"and priced with no GPU profile and flat matmul efficiency; {e['method']}; this band widened, per side, "
+              f"to {lo:+.1%} … {hi:+.1%}")
+    return lo, hi, short, detail
