@@ -123,14 +123,16 @@ def load_target(model: str, gpu: str, *, tp: int = 1, max_model_len: str | None 
     """(ModelSpec, GpuSpec, PlanSettings) from the CLI options (a fraction not given: 0.7 FLOP/s, 0.8 bandwidth, which
     ``plan_pricing.priced_settings`` replaces by the GPU profile's); errors are KvLedgerError subclasses."""
     from kvledger.accounting.settings import make_settings
+    from kvledger.accounting.vllm_auto_len import read_max_model_len
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.cli.kv_dtype_flag import check_kv_dtype_for_engine
-    from kvledger.units import parse_memory_flag, parse_tokens
+    from kvledger.units import parse_memory_flag
 
     check_kv_dtype_for_engine(extra.get("kv_cache_dtype"), "vllm", engine_version)  # vLLM's plan: vLLM's names
+    mml, auto = read_max_model_len(max_model_len, "vllm", engine_version)  # as that release reads it, as plan's
     settings = make_settings(
-        tp=tp, max_model_len=parse_tokens(max_model_len, what="--max-model-len") if max_model_len else None,
+        tp=tp, max_model_len=mml, auto_max_model_len=auto or None,
         gpu_memory_utilization=gpu_memory_utilization, block_size=block_size, engine_version=engine_version,
         available_kv_memory_bytes=parse_memory_flag(available_kv_memory,
                                                     what="--available-kv-memory",

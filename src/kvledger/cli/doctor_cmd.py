@@ -45,10 +45,11 @@ def doctor(
     starting, or cut) — in the log's last start-up, where it holds several (restarts); a stop the operator asked for
     and requests refused while the server served on are not failures; 2: bad input."""
     from kvledger.analyses.doctor.diagnose import diagnose_file
-    from kvledger.units import parse_tokens
 
-    launch = {"tp": tp, "max_model_len": parse_tokens(max_model_len, what="--max-model-len") if max_model_len else None,
-              "gpu_memory_utilization": gpu_memory_utilization, "max_num_seqs": max_num_seqs}
+    # --max-model-len stays text: it is read as the server's release reads it, once the log names that release
+    # (analyses/doctor/launch_len.py)
+    launch = {"tp": tp, "max_model_len": max_model_len or None, "gpu_memory_utilization": gpu_memory_utilization,
+              "max_num_seqs": max_num_seqs}
     if _scrape(logfile, model, gpu, engine_version, launch, as_json):
         return
     rep = diagnose_file(logfile, model=model, gpu=gpu, replicas=replicas, prefix_share=prefix_share,

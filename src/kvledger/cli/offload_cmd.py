@@ -27,17 +27,15 @@ PLAN = GroupUse(EngineFlags, only=("gpu_memory_utilization", "mem_fraction_stati
                                              "does)."})
 
 
-def _session_cap(max_model_len: str | None, model: str, engine: str, engine_version: str | None) -> tuple[int, str]:
-    """(the session run's max_model_len, where it came from): ``judgments/offload.py : session_context_cap`` with the
-    model's context by this engine and version's rule (``accounting/max_model_len.py : default_max_model_len``)."""
-    from kvledger.accounting.max_model_len import default_max_model_len
-    from kvledger.analyses.judgments.offload import session_context_cap
+def _session_cap(max_model_len: str | None, model: str, engine: str,
+                 engine_version: str | None) -> tuple[int | None, str]:
+    """(the session run's max_model_len, None for vLLM's auto-fit; where it came from): ``sim_tiers.session_cap_of``,
+    the reader ``simulate``'s sessions use (--max-model-len as the engine's release reads it, else the session rule
+    with the model's context by this engine and version's rule)."""
+    from kvledger.analyses.serving.sim_tiers import session_cap_of
     from kvledger.catalog.models import load_model
-    from kvledger.units import parse_tokens
 
-    given = parse_tokens(max_model_len, what="--max-model-len") if max_model_len else None
-    return session_context_cap(given, None if given else default_max_model_len(load_model(model), engine,
-                                                                                engine_version))
+    return session_cap_of(max_model_len, engine, engine_version, lambda: load_model(model))
 
 
 @with_groups(tiers=TierFlags, plan=PLAN)
@@ -87,7 +85,9 @@ def offload(
     _refuse_old_price(old_host_price)
     cap, cap_source = _session_cap(max_model_len, model, engine, engine_version)
     settings = _settings(engine, quantization, mamba_ssm_cache_dtype, engine_version=engine_version, tp=tp,
-                         max_model_len=cap, enforce_eager=bool(enforce_eager), wddm=bool(wddm), **_plan_given(plan))
+                         max_model_len=cap, auto_max_model_len=True if cap is None else None,
+                         enforce_eager=bool(enforce_eager), wddm=bool(wddm),
+                         **_plan_given(plan, engine, engine_version))
     tier = tier_settings(tiers, link_fraction=link_fraction)
     check_tier_sizes(tier, gpu, tp)
     rep = _cap_said(cap, max_model_len, lambda: analyse_offload(
@@ -113,13 +113,14 @@ def _settings(engine: str, quantization: str | None, ssm_dtype: str | None, **kw
                          mamba_ssm_cache_dtype=check_ssm_dtype(ssm_dtype), **kw)
 
 
-def _plan_given(f: EngineFlags) -> dict[str, Any]:
-    """The plan settings of the ``PLAN`` flags given (None left out), named as ``make_settings`` takes them."""
-    from kvledger.units import parse_tokens
+def _plan_given(f: EngineFlags, engine: str, engine_version: str | None) -> dict[str, Any]:
+    """The plan settings of the ``PLAN`` flags given (None left out), named as ``make_settings`` takes them;
+    --max-num-batched-tokens as the engine's release reads it (``vllm_auto_len.read_engine_tokens``, as ``plan``)."""
+    from kvledger.accounting.vllm_auto_len import read_engine_tokens
 
-    mnbt = f.max_num_batched_tokens
     given = {k: getattr(f, k) for k in PLAN.only if k != "max_num_batched_tokens"}
-    given["max_num_batched_tokens"] = parse_tokens(mnbt, what="--max-num-batched-tokens") if mnbt else None
+    given["max_num_batched_tokens"] = read_engine_tokens(f.max_num_batched_tokens, "--max-num-batched-tokens", engine,
+                                                         engine_version)
     return {k: v for k, v in given.items() if v is not None}
 
 
@@ -142,7 +143,7 @@ def _refuse_old_price(old_host_price: str | None) -> None:
                          "× 730 h/month: 0.005 USD/GiB-h is 3.65 USD/GiB-month)")
 
 
-def _cap_said(cap_tokens: int, given: str | None, analyse: Any) -> Any:
+def _cap_said(cap_tokens: int | None, given: str | None, analyse: Any) -> Any:
     """``analyse()``, with the engine's refusal of max_model_len restated as kvledger's session default when
     --max-model-len was not ``given`` (``analyses.serving.session_notes.session_default_cap``)."""
     from kvledger.analyses.serving.from_plan import refuses_max_model_len

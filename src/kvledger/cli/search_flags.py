@@ -199,4 +199,4 @@ def _axes(ax: SearchAxesFlags, expert_parallel: bool | None, dp: str | None = No
                   "--disagg-splits": ax.disagg_splits if ax.disagg else None, "--data-parallel-size": dp})
     return axes_of(",".join([ax.gpus or "", *(ax.gpu or [])]), ax.tp, ax.kv_cache_dtype, ax.max_num_seqs,
                    ax.max_num_batched_tokens, ax.prefix_caching, splits_of(ax.disagg_splits) if ax.disagg else (),
-                   expert_parallel, dp)
+                   expert_parallel, dp, engine_version)

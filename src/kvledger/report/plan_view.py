@@ -238,7 +238,8 @@ def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
     assumed = ASSUMED_RELEASE if verbose and s.engine_version is None else ""  # no --engine-version (plan_summary)
     console.print(f"[bold]KV-cache ledger[/]: {p.model.name} on {p.gpu.name} — {p.memory.engine} "
                   f"{p.memory.engine_version}{assumed}, TP {s.tp}{pp}{vllm_flags_text(s)}, "
-                  f"max_model_len {p.memory.max_model_len:,}, {bt} {p.memory.max_num_batched_tokens:,}, "
+                  f"max_model_len {p.memory.max_model_len:,}{' (auto)' * bool(s.auto_max_model_len)}, "
+                  f"{bt} {p.memory.max_num_batched_tokens:,}, "
                   f"{ns} {_seqs_text(p)}" + (f", cuda_graph_max_bs {p.memory.cuda_graph_max_bs}"
                                              if p.memory.engine == "sglang" and p.memory.cuda_graph_max_bs else ""))
     for line in warning_lines(p, verbose=verbose):  # nodes past one (node_size.py), a model part not counted

@@ -57,6 +57,7 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
     own arithmetic, once started, runs to its end (a worker thread cannot be stopped from outside)."""
     from kvledger.accounting.plan import build_plan
     from kvledger.accounting.settings import make_settings
+    from kvledger.accounting.vllm_auto_len import read_max_model_len
     from kvledger.analyses.serving.decision_data import CONTEXTS
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
@@ -64,13 +65,13 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
     from kvledger.report.figures_kv import kv_figures
     from kvledger.report.webapp_guard import stop_if
     from kvledger.report.webapp_requests import check_plan_numbers
-    from kvledger.units import parse_tokens
 
     check_plan_numbers(tp, gpu_memory_utilization, max_num_seqs)  # `kvledger plan`'s ranges, in its words
     with command_named("ui"):  # a refusal names the flags, which in_app_words turns into the app's fields
+        mml, auto = read_max_model_len(max_model_len, engine, engine_version or None)  # as `plan` reads it
         settings = make_settings(engine=engine.lower(), tp=tp, contexts=CONTEXTS, kv_cache_dtype=kv_cache_dtype,
-                                 max_model_len=parse_tokens(max_model_len, what="max_model_len") if max_model_len
-                                 else None, gpu_memory_utilization=gpu_memory_utilization, wddm=wddm,
+                                 max_model_len=mml, auto_max_model_len=auto or None,
+                                 gpu_memory_utilization=gpu_memory_utilization, wddm=wddm,
                                  engine_version=engine_version or None, max_num_seqs=max_num_seqs,
                                  quantization=quantization.strip().lower() if quantization else None)
     stop_if(stopped)

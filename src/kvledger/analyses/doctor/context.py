@@ -19,6 +19,7 @@ from kvledger.accounting.plan import Plan, build_plan
 from kvledger.accounting.settings import make_settings
 from kvledger.accounting.vllm_rules import era, parse_version, printed_capacity_lines
 from kvledger.analyses.doctor.checks import check_capacity, check_log_values, check_setting, printed_figures
+from kvledger.analyses.doctor.launch_len import auto_len_notes, read_launch_len
 from kvledger.analyses.doctor.log_gpu import resolve_log_gpu
 from kvledger.analyses.doctor.log_model import resolve_log_model
 from kvledger.analyses.doctor.version_from_weights import weights_release_note
@@ -246,7 +247,8 @@ def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = N
         InputError: replicas < 1, prefix_share outside [0, 1], a launch setting out of range; UnknownNameError/
         ConfigError from --model/--gpu.
     """
-    launch = {k: v for k, v in (launch or {}).items() if v is not None}
+    launch, auto = read_launch_len(launch or {}, engine_version or log.rules_version)  # as that release reads it
+    launch = {k: v for k, v in launch.items() if v is not None}
     check_options("doctor", {"replicas": replicas, "prefix_share": prefix_share, **launch},
                   {k: _FLAGS[k] for k in launch})  # kvledger.ranges
     spec, msrc, stood_in = resolve_log_model(log, model)
@@ -254,6 +256,7 @@ def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = N
     device_source = f"{g.name}, --gpu {gpu}" if gpu and g else gsrc.split(";")[0]
     check_log_values(log, g.memory_bytes if g is not None else None, device_source)
     kw, src, notes = _settings(log, engine_version, launch)
+    notes += auto_len_notes(kw, src, auto)
     notes += [stood_in] if stood_in else []
     plans: list[Plan | None] = [None, None, None]
     release = None

@@ -9,6 +9,7 @@ from typing import Any
 from kvledger.accounting.plan import Plan
 from kvledger.analyses.doctor.capacity import RULE
 from kvledger.analyses.doctor.context import KV_DTYPES, plan_with
+from kvledger.analyses.doctor.launch_len import read_launch_len
 from kvledger.catalog.gpus import custom_gpu
 from kvledger.evidence.vllm_scrape import PREEMPTIONS, VllmScrape
 from kvledger.units import GiB
@@ -58,7 +59,9 @@ def _prefix_cache(s: VllmScrape) -> dict[str, Any]:
 
 
 def _settings(s: VllmScrape, engine_version: str | None, launch: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    launch, auto = read_launch_len(launch, engine_version)  # --max-model-len as that release reads it
     kw: dict[str, Any] = {"engine": "vllm", **{k: v for k, v in launch.items() if v is not None}}
+    kw.update({"auto_max_model_len": True} if auto else {})
     if engine_version:
         kw["engine_version"] = engine_version
     notes = []

@@ -29,7 +29,7 @@ from kvledger.jsonable import to_jsonable
 
 __all__ = ["OffloadReport", "analyse_offload", "SESSION_SHAPES", "tier_judgment", "NEGLIGIBLE_HOST_HIT_RATE",
            "sim_host_tier", "sim_rules", "SESSION_MAX_MODEL_LEN_TOKENS", "SESSION_CAP_GIVEN", "session_context_cap",
-           "host_unit_name", "tier_cost"]
+           "host_unit_name", "tier_cost", "SESSION_CAP_AUTO"]
 
 #: kvledger default max_model_len of a session run (offload, simulate and search --workload chat|agent) when
 #: --max-model-len is not given. The rule, one for every command: --max-model-len when given, else the smaller of this
@@ -39,6 +39,7 @@ __all__ = ["OffloadReport", "analyse_offload", "SESSION_SHAPES", "tier_judgment"
 #: vLLM refuses a max_model_len above it
 SESSION_MAX_MODEL_LEN_TOKENS = 32_768
 SESSION_CAP_GIVEN = "--max-model-len"
+SESSION_CAP_AUTO = "--max-model-len auto: vLLM's fit of the model's length to the KV pool"  # the user's cap, fitted
 _SESSION_CAP_REASON = ("kvledger's session default, not the model's context: a session stops before its context "
                        "would pass it, so the cap sets how long sessions grow; pass --max-model-len to change it; the "
                        "agent preset's own cap is {agent:,} tokens, which --max-model-len {agent} lets agent sessions "
@@ -151,7 +152,7 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
     wl = {"kind": workload, "shape": asdict(shape), "num_sessions": len(loop.sessions), "num_turns": loop.num_turns,
           "session_rate_per_s": session_rate, "seed": seed, "segment_tokens": segment_tokens,
           "context_cap_tokens": cfg.max_model_len, "context_cap_source": context_cap_source or SESSION_CAP_GIVEN}
-    if context_cap_source not in ("", SESSION_CAP_GIVEN):  # kvledger's cap, not the user's: what the plan's would do
+    if context_cap_source not in ("", SESSION_CAP_GIVEN, SESSION_CAP_AUTO):  # kvledger's cap: the plan's default
         wl["model_default"] = model_default_plan(model, gpu, settings, cfg.max_model_len)
     wl["left_out_note"] = left_out_note(num_sessions, len(loop.sessions), shape, SESSION_SHAPES[workload],
                                         config_len(model, settings)[0])

@@ -18,6 +18,7 @@ from kvledger.accounting.kv_tier_rules import LMCACHE_CHUNK_TOKENS, TierSettings
 from kvledger.accounting.kv_tiers import TierPlan, build_tier_plan
 from kvledger.accounting.max_model_len import config_len, default_max_model_len
 from kvledger.analyses.judgments.offload import (
+    SESSION_CAP_AUTO,
     SESSION_CAP_GIVEN,
     SESSION_SHAPES,
     host_unit_name,
@@ -40,7 +41,7 @@ from kvledger.dynamics.workload.sessions import SessionLoop, synthesize_sessions
 from kvledger.errors import DoesNotFitError, InputError
 
 __all__ = ["SimTierReport", "host_tier_for", "run_with_tier", "prepare_sessions", "SESSION_SEGMENT_TOKENS",
-           "DEFAULT_SESSIONS", "DEFAULT_SESSION_RATE", "session_args"]
+           "DEFAULT_SESSIONS", "DEFAULT_SESSION_RATE", "session_args", "session_cap_of"]
 
 #: tokens per prefix segment id of a synthetic session (as ``kvledger offload``): SGLang's host tier stores segments
 SESSION_SEGMENT_TOKENS = 64
@@ -183,7 +184,7 @@ def prepare_sessions(args: SimRequestArgs, kind: str, num_sessions: int, session
     try:
         setup = prepare(args, workload=(loop, len(specs), info))
     except InputError as err:  # the engine refuses a cap the user did not set: say whose it is
-        if cap_source == SESSION_CAP_GIVEN or not refuses_max_model_len(err):
+        if cap_source in (SESSION_CAP_GIVEN, SESSION_CAP_AUTO) or not refuses_max_model_len(err):
             raise
         raise DoesNotFitError(SN.session_default_cap(plan.memory.max_model_len, str(err))) from err
     if left_out:  # max_model_len bound the cap only where below the preset's own (equal: raising it moves nothing)
@@ -197,13 +198,24 @@ def prepare_sessions(args: SimRequestArgs, kind: str, num_sessions: int, session
 
 
 def session_args(args: SimRequestArgs) -> tuple[SimRequestArgs, str]:
-    """(``args`` with the session run's max_model_len, where it came from): --max-model-len when given, else the
-    session rule of every command (``judgments/offload.py : session_context_cap``): the smaller of kvledger's
-    session default and the model's context."""
+    """(``args`` with the session run's max_model_len, where it came from): ``session_cap_of`` its --max-model-len
+    (``auto`` kept for the plan to fit)."""
     from kvledger.catalog.models import load_model
-    from kvledger.units import parse_tokens
 
-    given = parse_tokens(args.max_model_len, what="--max-model-len") if args.max_model_len else None
-    ctx = None if given else default_max_model_len(load_model(args.model), plan_engine(args), args.engine_version)
-    cap, source = session_context_cap(given, ctx)
-    return replace(args, max_model_len=cap), source
+    cap, source = session_cap_of(args.max_model_len, plan_engine(args), args.engine_version,
+                                 lambda: load_model(args.model))
+    return (args if cap is None else replace(args, max_model_len=cap)), source
+
+
+def session_cap_of(text: str | int | None, engine: str, engine_version: str | None,
+                   model: Any) -> tuple[int | None, str]:
+    """(a session run's max_model_len in tokens, None for vLLM's auto-fit; where it came from): --max-model-len read
+    as the engine's release reads it (``vllm_auto_len.read_max_model_len``: suffixes by release, -1/auto from vLLM
+    0.14.0), else the session rule of every command (``judgments/offload.py : session_context_cap``): the smaller of
+    kvledger's session default and the model's context (``model()``: the ModelSpec, loaded only then)."""
+    from kvledger.accounting.vllm_auto_len import read_max_model_len
+
+    given, auto = read_max_model_len(None if text is None else str(text), engine, engine_version)
+    if auto:  # the plan fits it to the pool (accounting/vllm_auto_len.py); the sessions take the length it fits
+        return None, SESSION_CAP_AUTO
+    return session_context_cap(given, None if given else default_max_model_len(model(), engine, engine_version))
