@@ -64,3 +64,30 @@ def test_the_not_like_for_like_caveat_names_the_shared_prefix_that_matches_the_a
             "the run's own reuse") in out
     matched = run_cli(*args, "--shared-prefix-tokens", "832").stdout
     assert "reused 51% of its prompt tokens" in matched and "not like for like" not in matched
+
+
+def test_the_no_verdict_answer_restates_a_daily_volume_too():
+    # no --api: no API row serves Llama-2-70b-chat, so no verdict; the self-hosted bill's line restates the volume in
+    # the verdict line's words: 1e8 × 730 ÷ 24 = 3.0417e9 tokens, split 2.4B in / 641M out by the run (as above)
+    lines = run_cli("cost", *(a for a in BASE if a not in ("--api", "OpenAI:gpt-4.1")), "--monthly-tokens",
+                    "100M/day").stdout.splitlines()
+    assert lines[0].startswith("answer: no verdict — no API row serves meta-llama/Llama-2-70b-chat-hf")
+    bill = next(line for line in lines if line.startswith("  self-hosted bill "))
+    assert "(2.4B in + 641M out tokens; 100M tokens/day × 30.42 days = 3.04B tokens/month)" in bill
+    monthly = run_cli("cost", *(a for a in BASE if a not in ("--api", "OpenAI:gpt-4.1")), "--monthly-tokens",
+                      "3.0416667e9").stdout
+    assert "(2.4B in + 641M out tokens): " in monthly and "tokens/day" not in monthly  # typed per month: no clause
+
+
+def test_search_restates_a_daily_volume_in_its_header_and_json():
+    # 60 requests of 512 + 64 tokens on one H100 (tests/api/test_api_search_flags.py's small search): the load 100M
+    # tokens a day is 1e8 × 730 ÷ 24 = 3.0417e9 tokens a month, restated in cost's words
+    args = ("search", "meta-llama/Llama-3.1-8B", "--slo", "ttft=2s,tpot=100ms", "--gpus", "H100", "--tp", "1",
+            "--num-requests",
+            "60", "--prompt-lengths", "fixed:512", "--output-lengths", "fixed:64", "--monthly-tokens", "100M/day")
+    words = "100M tokens/day × 30.42 days = 3.04B tokens/month"
+    head = run_cli(*args).stdout.splitlines()[0]
+    assert head.startswith("kvledger search: meta-llama/Llama-3.1-8B, SLO ttft=2s,tpot=100ms for 90% of requests; "
+                           "1 candidate, 1 feasible") and head.endswith(f"; {words}")
+    assert cli_json(*args)["volume_given"] == words
+    assert "volume_given" not in cli_json(*args[:-1], "3.0416667e9")  # typed per month: nothing to restate

@@ -9,6 +9,7 @@ from typing import Any
 from kvledger.ledgers.amounts import pct_text, unit_noun, units_text, usd_text
 from kvledger.ledgers.api_cost import discounts_words
 from kvledger.ledgers.cache_bound_notes import break_even_bound_words, cached_price_words, verdict_words
+from kvledger.ledgers.volume_rate import given_clause
 
 __all__ = ["tokens_text", "verdict_lines", "no_volume_lines", "secondary_line", "effective_cost_line", "rests_on_line",
            "band_sides_text", "band_end_text", "volume_good_requests", "lower_bound_line", "on_instances_words",
@@ -100,7 +101,7 @@ def verdict_lines(d: Any, bv: dict[str, Any], gpu_label: str, num_gpus: int) -> 
     return [
         f"answer: {verdict_words(d)} on the API vs {usd_text(sh)}/month self-hosted, for "
         f"{tokens_text(v.input_tokens + v.output_tokens)} tokens/month ({tokens_text(v.input_tokens)} in, "
-        f"{tokens_text(v.output_tokens)} out{'; ' + v.given if getattr(v, 'given', '') else ''})",
+        f"{tokens_text(v.output_tokens)} out{given_clause(v.given)})",
         f"  self-hosted: {_unit_words(d, num_gpus)} {how}{on_instances_words(d.packing) if how == 'rented' else ''}, "
         f"realized utilization {pct_text(d.realized_utilization)} (≤ {d.max_utilization:.0%} allowed"
         + (f" at a peak {v.peak_to_mean:g}× the mean" if v.peak_to_mean != 1 else "") + f"); {gpu_label}",

@@ -48,6 +48,7 @@ from kvledger.ledgers.volume import (
     split_tokens,
     tokens_per_request,
 )
+from kvledger.ledgers.volume_rate import given_clause
 
 __all__ = ["SelfHostMonth", "SelfHostReport", "build_self_host_report", "no_api_reason"]
 
@@ -235,7 +236,7 @@ def self_host_lines(reason: str, month: SelfHostMonth | None, setup: SelfHostSet
     bought = " (bought GPUs, cheaper than renting)" if month.self_host_usd < month.rent.total_usd else ""
     return [f"answer: no verdict — {reason}; the self-hosted side alone follows",
             f"  self-hosted bill{bought} ${month.self_host_usd:,.2f}/month for {v.requests:,.0f} requests "
-            f"({tokens_text(v.input_tokens)} in + {tokens_text(v.output_tokens)} out tokens): "
+            f"({tokens_text(v.input_tokens)} in + {tokens_text(v.output_tokens)} out tokens{given_clause(v.given)}): "
             f"{packing.unit_words()}{gpu} at {pct_text(month.realized_utilization)} utilization",
             f"  {units}; " + ("no good request to price per 1k" if per_k is None else
                               f"${per_k:,.4f} per 1k good requests") +

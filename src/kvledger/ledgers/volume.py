@@ -13,7 +13,7 @@ from kvledger.ranges import check_options, range_for
 
 __all__ = ["MonthlyVolume", "Volume", "resolve_volume", "refuse_utilization_with_volume",
            "refuse_utilization_above_peak", "check_monthly_tokens",
-           "SECONDS_PER_MONTH", "split_tokens", "tokens_per_request"]
+           "SECONDS_PER_MONTH", "split_tokens", "tokens_per_request", "given_words"]
 
 SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600.0
 
@@ -142,12 +142,12 @@ def resolve_volume(vol: MonthlyVolume, cap: Capacity) -> Volume:
         raise InputError("a monthly volume must be a finite number ≥ 0")
     _check_caps(kinds[0], v, _per_request_words(vol, i, o))
     check_options("cost", {"peak_to_mean": vol.peak_to_mean})  # [1, 100]: the busiest hour's rate ÷ the month's mean
-    given = _given_words(vol)
+    given = given_words(vol)
     how = f"{given}; {v.how}" if given else v.how
     return replace(v, peak_to_mean=vol.peak_to_mean, given=given, how=how)
 
 
-def _given_words(vol: MonthlyVolume) -> str:
+def given_words(vol: MonthlyVolume) -> str:
     """The volumes typed per day or hour, each restated as the monthly figure priced (``volume_rate.rate_words``)."""
     words = [rate_words(vol.requests, "requests", tokens_text), rate_words(vol.tokens, "tokens", tokens_text),
              rate_words(vol.input_tokens, "input tokens", tokens_text),

@@ -14,7 +14,7 @@ from kvledger.errors import InputError
 from kvledger.ledgers.month import HOURS_PER_MONTH
 from kvledger.units import count_option
 
-__all__ = ["RateVolume", "volume_option", "rate_words", "DAYS_PER_MONTH", "PER_MONTH"]
+__all__ = ["RateVolume", "volume_option", "rate_words", "given_clause", "DAYS_PER_MONTH", "PER_MONTH"]
 
 #: days in the cost ledger's month: 730 h ÷ 24 h (30.416…), derived, never a second constant
 DAYS_PER_MONTH = HOURS_PER_MONTH / 24.0
@@ -85,3 +85,10 @@ def rate_words(value: object, noun: str, fmt) -> str:  # noqa: ANN001 - fmt: a c
     many = {"day": f"{months:,.2f} days", "hour": f"{months:,.0f} h", "minute": f"{months:,.0f} min",
             "second": f"{months:,.0f} s"}[value.per]
     return f"{fmt(value.rate)} {noun}/{value.per} × {many} = {fmt(float(value))} {noun}/month"
+
+
+def given_clause(given: str) -> str:
+    """``"; 100M tokens/day × 30.42 days = 3.04B tokens/month"`` after an answer's volume, where it was typed per day
+    or hour (``given``: ``volume.given_words`` over :func:`rate_words`, a ``Volume``'s ``given``); "" where it was not.
+    The clause of every answer that restates a volume: cost's verdict and no-verdict lines, search's header."""
+    return f"; {given}" if given else ""

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvledger.analyses.search.load import has_load
+from kvledger.analyses.search.load import has_load, volume_given
 from kvledger.analyses.search.reasons import NO_INSTANCE, NO_INSTANCE_DP, NO_PRICE_ROW
+from kvledger.ledgers.volume_rate import given_clause
 from kvledger.report.run_warnings import is_warning
 from kvledger.report.search_answer import api_line, api_verdict, no_winner_line, tie_line, winner_line
 
@@ -248,8 +249,8 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
     feas = len(result.ranking)
     quant = f" (vLLM --quantization {sp.quantization})" if getattr(sp, "quantization", None) else ""
     con.print(escape(f"kvledger search: {sp.model}{quant}, SLO {sp.slo} for {sp.target:.0%} of requests; "
-                     f"{len(result.entries)} "
-                     f"candidate{'' if len(result.entries) == 1 else 's'}, {feas} feasible"))
+                     f"{len(result.entries)} candidate{'' if len(result.entries) == 1 else 's'}, {feas} feasible"
+                     + given_clause(volume_given(sp))))  # a volume typed per day or hour
     for n in result.notes:  # the GPU profile's warnings first (poor fit, not recommended), as simulate prints them
         if is_warning(n):
             con.print(escape(n))

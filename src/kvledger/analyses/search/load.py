@@ -12,7 +12,7 @@ from typing import Any
 from kvledger.ledgers.cost import HOURS_PER_MONTH
 
 __all__ = ["has_load", "load_problems", "mean_rate", "monthly_tokens_priced", "split_given", "peak_figures",
-           "offered_words", "split_for"]
+           "offered_words", "split_for", "volume_given"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,3 +116,12 @@ def split_for(spec: Any, rate: float, cap: Any) -> dict[str, tuple[float, float]
         return None
     i, o = spec.monthly_input_tokens, spec.monthly_output_tokens
     return split_tokens(Volume(rate * SECONDS_PER_MONTH, i, o, "", spec.peak_to_mean, split=i > 0 and o > 0), cap)
+
+
+def volume_given(spec: Any) -> str:
+    """The spec's volume typed per day or hour, restated as the month the search sizes and prices, in cost's words
+    (``volume.given_words``: "100M tokens/day × 30.42 days = 3.04B tokens/month"); "" for a monthly one or a rate."""
+    from kvledger.ledgers.volume import MonthlyVolume, given_words
+
+    return given_words(MonthlyVolume(None, spec.monthly_input_tokens, spec.monthly_output_tokens,
+                                     spec.monthly_tokens))
