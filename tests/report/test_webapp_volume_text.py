@@ -46,7 +46,8 @@ def test_a_volume_the_cli_refuses_is_the_fields_error():
         "invalid parameter: monthly_tokens cannot read '1.5G' as a count; write e.g. 3000000000, 3_000_000_000, 3e9 "
         "or 3B (K, M, B, T: powers of 1000), got '1.5G'")
     r = client.post("/api/serving", json={**SERVING, "monthly_output_tokens": "-1B", "monthly_input_tokens": 1e9})
-    assert r.status_code == 400 and "monthly_output_tokens '-1B' is negative; a volume must be more than 0" in (
+    # as --monthly-output-tokens -1B says it: a kind of the split is a count, 0 or more (0 output tokens is a split)
+    assert r.status_code == 400 and "monthly_output_tokens '-1B' is negative; a count is 0 or more" in (
         r.json()["error"])
     r = client.post("/api/serving", json={**SERVING, "monthly_tokens": True})  # strict: no boolean for a number
     assert r.status_code == 400 and r.json()["error"] == "invalid parameter: monthly_tokens must be a number, got True"
@@ -61,3 +62,33 @@ def test_a_given_gpu_price_says_the_whole_instances_the_bill_rents():
         "given (the GPU price field, gpu_usd_per_hour): nvidia_h100_sxm at Nebius (gpu-h100-sxm 8gpu, your price), "
         "$1.00/GPU-h: 1 replica × 2 GPUs = 2 GPUs on 1 gpu-h100-sxm 8gpu instance (8 GPUs, 6 idle) × 730 h, $8.00/h")
     assert r.json()["cost"]["break_even_utilization"]["one_unit_rental_usd_per_month"] == 5840.0
+
+
+def _error(**fields) -> str:
+    r = client.post("/api/serving", json={**SERVING, **fields})
+    assert r.status_code == 400, r.text
+    return r.json()["error"]
+
+
+def test_a_negative_volume_is_echoed_as_typed_and_said_in_the_apps_words():
+    # the JSON number -5 became the strict float -5.0, which the volume parser got as repr "-5.0": the error echoed a
+    # value nobody typed. Now -5 as typed; the CLI's own rule: --monthly-tokens more than 0, the split's kinds 0 or more
+    assert _error(monthly_tokens=-5) == ("monthly_tokens: '-5' is negative; a volume must be more than 0 (empty the "
+                                         "volume field for the per-token ledgers alone)")
+    assert _error(monthly_input_tokens=-5, monthly_output_tokens=1e9) == \
+        "monthly_input_tokens: '-5' is negative; a count is 0 or more"
+    assert "'-5.5' is negative" in _error(monthly_tokens=-5.5)  # a fraction as written
+    # typed as text: the same reason, in the app's words (the CLI's "leave the flag out" was said before)
+    text = _error(monthly_tokens="-5")
+    assert "'-5' is negative; a volume must be more than 0 (empty the volume field for the per-token" in text
+    assert "leave the flag out" not in text
+
+
+def test_zero_input_tokens_is_a_split_as_text_as_a_number_and_on_the_command_line():
+    # cost --monthly-input-tokens 0 --monthly-output-tokens 1B is a volume of output tokens only ("one kind given as
+    # 0", volume._split_volume); the text field refused "0" as "zero; a volume must be more than 0", the number not
+    from kvledger.report.webapp_requests import ServingRequest
+
+    body = {**SERVING, "monthly_output_tokens": "1B"}
+    assert ServingRequest.model_validate({**body, "monthly_input_tokens": "0"}).monthly_input_tokens == 0.0
+    assert ServingRequest.model_validate({**body, "monthly_input_tokens": 0}).monthly_input_tokens == 0.0

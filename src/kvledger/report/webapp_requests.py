@@ -15,7 +15,7 @@ from kvledger.ledgers.host_bill import DEFAULT_TEAM_CAPABILITY
 
 __all__ = ["PlanRequest", "ServingRequest", "SERVING_NUM_REQUESTS", "ENGINE_FIELDS", "TRAFFIC_FIELDS",
            "WORKLOAD_FIELDS",
-           "web_client_latency",
+           "web_client_latency", "as_typed",
            "check_plan_numbers", "given_settings", "check_serving_numbers", "check_traffic", "simulator_engine"]
 
 #: the serving request's fields that are ``ReportRequest``'s (and ``kvledger cost``'s flags) by the same name: the API's
@@ -53,6 +53,12 @@ def web_client_latency(text: str | None) -> Any:
     return client_latency_of(text.strip())
 
 
+def as_typed(value: float) -> str:
+    """A JSON number as the request wrote it, for the volume parser and its errors: a whole one without the ".0" the
+    strict float field adds (-5, not -5.0; 200000000000, not 200000000000.0), a fraction as Python writes it."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
 def _fields(values: dict[str, Any]) -> dict[str, str]:
     """Each value's name in an error: the request's field (the CLI's message, with the field for the flag)."""
     return {k: k for k in values}
@@ -84,7 +90,7 @@ def check_serving_numbers(tp: int, utilization: float | None, num_requests: int,
 
     range_for("ui", "num_requests").check("requests per simulation", num_requests)
     if monthly_tokens is not None:
-        count_option("monthly_tokens", positive=True)(repr(monthly_tokens))
+        count_option("monthly_tokens", positive=True)(as_typed(monthly_tokens))
     numbers = {k: v for k, v in (engine or {}).items()  # the version and -q: text, the plan's parsers read them
                if k not in ("engine_version", "quantization")}
     values = {"tp": tp, "utilization": utilization, "monthly_tokens": monthly_tokens, **numbers}
@@ -106,7 +112,7 @@ def check_traffic(traffic: dict[str, Any], monthly_tokens: float | None) -> None
     numbers = {k: v for k, v in traffic.items() if k not in (*_TEXT, *people)}
     for k in _SPLIT:
         if numbers.get(k) is not None:
-            count_option(k)(repr(numbers[k]))
+            count_option(k)(as_typed(numbers[k]))
     check_options("cost", numbers, _fields(numbers))
     split = [k for k in _SPLIT if numbers.get(k) is not None]
     if len(split) == 1:
@@ -218,11 +224,12 @@ class ServingRequest(DeploymentRequest):
             return handler(v)
         from kvledger.errors import InputError
         from kvledger.ledgers.volume_rate import volume_option as count_option
+        from kvledger.report.webapp_words import in_app_words
 
-        try:
-            return count_option(info.field_name, positive=True)(v)
-        except InputError as err:
-            raise ValueError(str(err).removeprefix(f"{info.field_name}: ")) from None
+        try:  # more than 0 for monthly_tokens only, as the CLI and the number check: 0 input tokens is a split
+            return count_option(info.field_name, positive=info.field_name == "monthly_tokens")(v)
+        except InputError as err:  # in the app's words, as the number's error ("empty the volume field")
+            raise ValueError(in_app_words(str(err).removeprefix(f"{info.field_name}: "))) from None
 
     @field_validator("client_latency")
     @classmethod
