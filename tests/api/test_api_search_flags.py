@@ -24,9 +24,9 @@ SMALL_FLAGS = ("--gpus", "H100", "--num-requests", "60", "--prompt-lengths", "fi
                "fixed:64", "--rate", "5")
 
 # what the command writes or shows, not settings of the search: the document is returned instead (--json), and a
-# script writes its own files (--csv, --plot, --ledger and --force), tables (--top, --verbose) and launch lines
-# (--show-command); --resume continues a --ledger file
-OUTPUTS = {"--json", "--csv", "--plot", "--force", "--ledger", "--resume", "--top", "--verbose", "--show-command"}
+# script writes its own files (--csv, --plot; --force: the call never replaces a file), tables (--top, --verbose) and
+# launch lines (--show-command). --ledger and --resume are the call's too: a long search's record, continued
+OUTPUTS = {"--json", "--csv", "--plot", "--force", "--top", "--verbose", "--show-command"}
 # SGLang's spellings of the --tp, --max-num-seqs and --max-num-batched-tokens axes: the API takes vLLM's names, as
 # kvledger.simulate and kvledger.cost do
 SGLANG = {"--tp-size", "--max-running-requests", "--chunked-prefill-size"}

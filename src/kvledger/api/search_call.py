@@ -7,6 +7,7 @@ axes take sequences; ``tests/api/test_api_search_flags.py`` holds them to the co
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,7 +42,8 @@ def search(model: str, *, slo: str, target: float = 0.9, gpus: Sequence[str] | N
            prefix_cache_retention_interval: int | None = None, offload: Sequence[str] | None = None,
            host_memory_usd_per_gib_month: float | None = None, nvme_usd_per_gib_month: float | None = None,
            exhaustive: bool = False, seeds: int = 1, workers: int | None = None, ray_address: str | None = None,
-           backend: str = "auto", cache: bool = True) -> SearchDocument:
+           backend: str = "auto", cache: bool = True, ledger: str | os.PathLike | None = None,
+           resume: str | os.PathLike | None = None) -> SearchDocument:
     """Plan, simulate and price every candidate (the product of ``gpus``/``gpu``, ``tp``, ``kv_cache_dtype``,
     ``max_num_seqs``, ``max_num_batched_tokens``, ``prefix_caching``, ``enable_expert_parallel`` and, for a MoE model,
     ``data_parallel_size``; ``disagg``: also prefill/decode units of ``disagg_splits``, "P:D"; None: the command's
@@ -50,7 +52,9 @@ def search(model: str, *, slo: str, target: float = 0.9, gpus: Sequence[str] | N
     volume or ``session_rate`` sizes replicas and bills; ``api`` adds an API's bill; ``offload`` (["none",
     "cpu:256GiB"]) adds KV tier variants, priced at ``host_memory_usd_per_gib_month`` / ``nvme_usd_per_gib_month``
     (USD per GiB-month; None: tier_prices.csv's). Each parameter is the flag of that name; ``cache``: read and keep
-    each simulation in the on-disk store, as ``kvledger.goodput``'s.
+    each simulation in the on-disk store, as ``kvledger.goodput``'s; ``ledger``: a new file each finished candidate
+    is written to as it finishes, ``resume``: such a file, continued (its candidates not run again), as the command's
+    --ledger and --resume, checked as it checks them (``cli.search_files``) but never replacing a file (no --force).
 
     Returns:
         SearchDocument: ``.to_dict()`` (and its keys, ``["winner"]``) the command's ``--json`` where it exits 0;
@@ -72,6 +76,7 @@ def _search(values: dict[str, Any]) -> SearchDocument:
     (``analyses.search.search_run``) and its document (``report.search_document``)."""
     from kvledger.analyses.search.search_run import check_gpus, run_candidates
     from kvledger.analyses.serving import sim_cache
+    from kvledger.cli.outputs import paths_in
     from kvledger.cli.search_flags import search_inputs, with_all2all
     from kvledger.report.search_document import search_document
 
@@ -83,6 +88,7 @@ def _search(values: dict[str, Any]) -> SearchDocument:
                                              axes, values["api"], dp.data_parallel_size)
         spec = with_all2all(spec, dp.all2all_backend)  # the DP candidates' vLLM all2all backend, checked as the command
         check_gpus(ax.gpus, e.gpu_profile, bool(e.wddm))
+        run = _ledger_run(run, values, [values["model"], *paths_in(w, sessions, e, p, axes)])
         result, variants = run_candidates(spec, ax, run)
         result.notes[:0] = load_notes  # how a session_rate became the req/s the sizing uses
         doc = _answer(result, search_document(result, variants))
@@ -121,6 +127,19 @@ def _answer(result: Any, doc: dict[str, Any]) -> dict[str, Any]:
 
 
 _PARAMS = frozenset(inspect.signature(search).parameters)
+
+
+def _ledger_run(run: Any, values: dict[str, Any], given: list[Any]) -> Any:
+    """``run`` writing ``ledger`` (a new file) or continuing ``resume``, checked as the command checks --ledger and
+    --resume (``cli.search_files.check_search_files``, with no --force: a file is never replaced)."""
+    import dataclasses
+    from pathlib import Path
+
+    from kvledger.cli.search_files import check_search_files
+
+    ledger, resume = (None if values[k] is None else Path(values[k]) for k in ("ledger", "resume"))
+    check_search_files(ledger, resume, {}, None, given)
+    return dataclasses.replace(run, ledger=resume if resume is not None else ledger, resume=resume is not None)
 
 
 def _joined(v: Sequence[Any] | None) -> str | None:

@@ -74,16 +74,6 @@ PRICING = GroupUse(PricingFlags, only=("gpu_provider", "gpu_usd_per_hour", "util
                                         "--utilization is then refused)."})
 
 
-def _refuse_overwrite(paths: dict[str, Path | None], force: bool, inputs: list[Any]) -> None:
-    """Every file the search writes, checked before the work (kvledger.cli.outputs: against the files given and
-    those read beside them)."""
-    from kvledger.cli.outputs import prepare_output_file
-
-    for flag, p in paths.items():
-        if p is not None:
-            prepare_output_file(p, force=force, inputs=inputs, flag=flag)
-
-
 def _write_csv(result: Any, path: Path) -> None:
     from kvledger.analyses.search import CSV_COLUMNS, csv_rows
     from kvledger.outputs import write_text_atomic
@@ -147,8 +137,10 @@ def search_command(
         show_command_of(spec, ax, run.show_command, run.as_json)
         return
     from kvledger.cli.outputs import paths_in
+    from kvledger.cli.search_files import check_search_files
 
-    _check_outputs(run, [model, *paths_in(workload, sessions, engine, pricing, axes)])
+    check_search_files(run.ledger, run.resume, {"--csv": run.csv_out, "--plot": run.plot}, run.force,
+                       [model, *paths_in(workload, sessions, engine, pricing, axes)])
     result, variants = run_candidates(spec, ax, run)
     result.notes[:0] = load_notes  # how a --session-rate became the req/s the sizing uses
     status = answer_status(result)
@@ -156,44 +148,6 @@ def search_command(
     say_status(result, status, run.as_json)  # before the output: a closed stdout ends the process there
     _write(result, variants, rank, run, status)
     exit_with(status)
-
-
-def _check_outputs(r: SearchRunFlags, given: list[Any]) -> None:
-    """--ledger and --resume not together, --resume an existing file, no file overwritten without --force (nor any file
-    ``given``, the model, the trace and every file a flag names, even with it), a --plot the figure can be written
-    as."""
-    from kvledger.cli.outputs import refuse_lone_force
-    from kvledger.errors import InputError
-
-    if r.ledger is not None and r.resume is not None:
-        raise InputError("--resume FILE continues that ledger; give it alone, without --ledger")
-    if r.resume is not None and not r.resume.is_file():
-        what = ("is a folder" if r.resume.is_dir() else "is not a regular file" if r.resume.exists()
-                else "no such file")  # a folder or /dev/null is not missing (a fresh-user trial)
-        raise InputError(f"--resume {r.resume}: {what}; give the ledger file of the search to continue (the FILE "
-                         "its --ledger wrote)")
-    outputs = {"--ledger": r.ledger, "--csv": r.csv_out, "--plot": r.plot}
-    _refuse_same_file({"--resume": r.resume, **outputs})  # --resume rewrites its ledger
-    refuse_lone_force(r.force, outputs)
-    _refuse_overwrite(outputs, r.force, [*given, r.resume])
-    if r.plot is not None and r.plot.suffix.lower() not in (".png", ".svg"):
-        raise InputError(f"--plot {r.plot}: write .png or .svg")
-
-
-def _refuse_same_file(outputs: dict[str, Path | None]) -> None:
-    """Two outputs naming one file (resolved: x.csv and ./x.csv), refused before any work: the last written would
-    replace the other (a fresh-user trial lost its --ledger under --csv x.csv --ledger x.csv)."""
-    from kvledger.errors import InputError
-
-    seen: dict[Path, str] = {}
-    for flag, p in outputs.items():
-        if p is None:
-            continue
-        key = p.expanduser().resolve()
-        if key in seen:
-            raise InputError(f"{seen[key]} and {flag} both name {p}: each writes its own file, so one would replace "
-                             "the other; give them different file names.")
-        seen[key] = flag
 
 
 def _write(result: Any, variants: list | None, rank: int | None, r: SearchRunFlags, status: int) -> None:
