@@ -23,15 +23,15 @@ H = "(APIServer pid=1) INFO 04-25 18:40:00 [entrypoints/utils.py:{}] "
 E = "(EngineCore pid=242) INFO 04-25 18:41:00 [v1/core/kv_cache_utils.py:{}] "
 
 
-def _log(tmp_path: Path, tokens: int, concurrency: str) -> str:
+def _log(tmp_path: Path, tokens: int, concurrency: str, args: str = "") -> str:
     lines = [H.format(299) + " ▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.19.0",
              H.format(299) + "  █▄█▀ █     █     █     █  model   meta-llama/Llama-3.1-8B",
              H.format(233) + "non-default args: {'model_tag': 'meta-llama/Llama-3.1-8B', 'model': "
                              "'meta-llama/Llama-3.1-8B', 'max_model_len': 32768, 'max_num_batched_tokens': 2048, "
-                             "'max_num_seqs': 256, 'seed': 42}",
+                             f"'max_num_seqs': 256, 'seed': 42{args}}}",
              E.format(1319) + f"GPU KV cache size: {tokens:,} tokens",
              E.format(1324) + f"Maximum concurrency for 32,768 tokens per request: {concurrency}x"]
-    path = tmp_path / f"startup_{tokens}.log"
+    path = tmp_path / f"startup_{tokens}{'_' * bool(args)}{len(args) or ''}.log"
     path.write_text("\n".join(lines) + "\n")
     return str(path)
 
@@ -110,3 +110,37 @@ def test_what_validate_reads_from_a_meta_json_is_what_it_records():
     # the RTX 4090 example records hardware.device_name "NVIDIA GeForce RTX 4090": taken, and said
     notes = _notes()
     assert f"GPU NVIDIA GeForce RTX 4090 from {RUN / 'meta.json'} (NVIDIA GeForce RTX 4090; no --gpu given)" in notes
+
+
+def test_a_log_of_another_gpu_is_refused_in_startup_logs_words(tmp_path):
+    # an H100's pool: 500,000 tokens / 16 = 31,250 blocks (31,250 / 2,048 = 15.26x). Llama-3.1-8B's block is 16 tokens
+    # × 131,072 B (32 layers × 8 KV heads × 128 × 2 (K, V) × 2 B) = 2 MiB, so 31,250 blocks are 61.04 GiB, where the
+    # RTX 4090 leaves 7.72 GiB (3,954 blocks). The refusal named --num-gpu-blocks-override, a flag nobody gave
+    msg = refused("validate", REQUESTS, "--startup-log", _log(tmp_path, 500000, "15.26"))
+    assert "does not fit: --startup-log's 31,250 blocks ask 61.04 GiB of KV cache (31,250 × 2,097,152 B a block)" in msg
+    assert "At most 3,954 blocks can be allocated" in msg and "--num-gpu-blocks-override" not in msg
+    assert msg.endswith("is the log that of the server that was measured, on this GPU with these settings? A log of "
+                        "another GPU states another pool: give the measured server's, or drop --startup-log to replay "
+                        "the planned pool.")
+
+
+def test_a_log_whose_blocks_are_not_the_replays_is_refused_or_taken_with_the_block_size(tmp_path):
+    # a server launched with --block-size 32 (its non-default args say so): 41,408 tokens / 32 = 1,294 blocks
+    # (1,294 / ceil(32,768 / 32) = 1,294 / 1,024 = 1.26x). The run's record (meta.json) states block_size 16: 1,294
+    # blocks of 16 tokens would be 20,704 token slots, half the server's pool; the replay took them so before
+    log32 = _log(tmp_path, 41408, "1.26", ", 'block_size': 32")
+    msg = refused("validate", REQUESTS, "--startup-log", log32)
+    assert msg.startswith("--startup-log: the log states a pool of 1,294 blocks of 32 tokens (41,408 token slots; the "
+                          f"start-up log {Path(log32).name} (")
+    assert msg.endswith("but the replay's blocks are 16 tokens (the run's record's block_size), so 1,294 of them would "
+                        "be 20,704 token slots, another pool than the server's; give --block-size 32, the size the "
+                        "logged server ran with, or drop --startup-log")
+    # --block-size 32: the log's pool as it was, and the record's 16 said to be replaced
+    notes = _notes("--startup-log", log32, "--block-size", "32")
+    assert next(n for n in notes if n.startswith("KV pool: ")).startswith("KV pool: 1,294 blocks of 32 tokens from the "
+                                                                           "start-up log")
+    assert any("block_size 16 → 32" in n for n in notes)
+    # the other way: a 16-token log (2,588 blocks) under --block-size 32 (82,816 slots, twice the server's)
+    assert refused("validate", REQUESTS, "--startup-log", _log(tmp_path, 41408, "1.26"), "--block-size", "32").endswith(
+        "but the replay's blocks are 32 tokens (--block-size), so 2,588 of them would be 82,816 token slots, another "
+        "pool than the server's; give --block-size 16, the size the logged server ran with, or drop --startup-log")

@@ -32,8 +32,16 @@ def replay_setup(args: Any, run: Any, taken: dict[str, Any]) -> tuple[Any, list[
     resolved config states fp8 (``REPLAYED_ON_LOAD``) on an unquantized checkpoint and no flag names a quantization, the
     setup is prepared again with it (``args.quantization``; ``taken`` records it), as ``simulate -q`` would plan it."""
     from kvledger.analyses.serving.sim_setup import prepare
+    from kvledger.calibration.startup_pool import check_log_block_size, startup_log_words
+    from kvledger.errors import KvLedgerError
 
-    setup = prepare(args, run.requests, run.label)
+    check_log_block_size(args, taken)  # --startup-log's blocks are the replay's size, or refused
+    try:
+        setup = prepare(args, run.requests, run.label)
+    except KvLedgerError as err:  # the log's pool refused: in --startup-log's words, not the override's
+        if not args.kv_pool_source or "--num-gpu-blocks-override" not in str(err):
+            raise
+        raise type(err)(startup_log_words(str(err), args)) from None
     q = resolved_quantization(run.measured.metadata.extra if run.measured is not None else {})
     if q is not None and q.lower() in REPLAYED_ON_LOAD and _method(setup.plan) == "none" and args.quantization is None:
         taken["quantization"] = q.lower()

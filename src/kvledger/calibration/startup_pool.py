@@ -10,12 +10,14 @@ would; ``source`` is the words its KV pool note cites.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from kvledger.errors import FormatError, InputError
 
-__all__ = ["StartupPool", "read_startup_pool"]
+__all__ = ["StartupPool", "read_startup_pool", "check_log_block_size", "startup_log_words"]
 
 
 @dataclass(frozen=True)
@@ -75,3 +77,56 @@ def read_startup_pool(path: str, model: str | None = None, gpu: str | None = Non
     several = f"; the printed figures allow {lo:,}–{hi:,}, the fewest taken" if hi != lo else ""
     return StartupPool(lo, block_size, line, f"the start-up log {name} ({figure}{how}; blocks of {block_size} tokens "
                                              f"under the log's settings{several})")
+
+
+def _replay_block_size(args: Any, taken: dict[str, Any]) -> tuple[int | None, str]:
+    """(tokens per block the replay plans its pool in, where that came from): --block-size, the run's record, else the
+    plan's default for the replay's settings (its plan without the log's pool; None where that plan is refused: the
+    replay then says why)."""
+    if args.block_size is not None:
+        return args.block_size, ("the run's record's block_size" if "block_size" in taken else "--block-size")
+    from kvledger.analyses.serving.sim_setup import load_plan
+    from kvledger.errors import KvLedgerError
+
+    try:
+        plan, _ = load_plan(replace(args, num_gpu_blocks_override=None, kv_pool_source=None, kv_pool_block_size=None))
+    except KvLedgerError:
+        return None, ""
+    return plan.memory.block_size, f"vLLM {plan.memory.engine_version}'s default for this model"
+
+
+def check_log_block_size(args: Any, taken: dict[str, Any]) -> None:
+    """Refuse a replay whose blocks are not the start-up log's: the log's pool is n blocks of its block size, and n
+    blocks of another size would replay another pool (n × 16 tokens is half of n × 32). ``taken``: the settings the
+    replay took from the run's record.
+
+    Raises:
+        InputError: the two block sizes, where each came from, and the fix.
+    """
+    from kvledger.errors import InputError
+
+    log_size, n = args.kv_pool_block_size, args.num_gpu_blocks_override
+    if log_size is None or n is None:
+        return
+    size, whence = _replay_block_size(args, taken)
+    if size is None or size == log_size:
+        return
+    raise InputError(f"--startup-log: the log states a pool of {n:,} blocks of {log_size} tokens ({n * log_size:,} "
+                     f"token slots; {args.kv_pool_source}), but the replay's blocks are {size} tokens ({whence}), so "
+                     f"{n:,} of them would be {n * size:,} token slots, another pool than the server's; give "
+                     f"--block-size {log_size}, the size the logged server ran with, or drop --startup-log")
+
+
+def startup_log_words(message: str, args: Any) -> str:
+    """A refusal of the replay's pool in --startup-log's words where the pool came from the log (``args``'s
+    ``kv_pool_source``): the plan names the block count as --num-gpu-blocks-override, which the user did not give,
+    so a log of another GPU (or another memory setting) read as "--num-gpu-blocks-override 31,250 asks …"."""
+    if not args.kv_pool_source:
+        return message
+    said = re.sub(r"At most --num-gpu-blocks-override ([\d,]+) can be allocated", r"At most \1 blocks can be allocated",
+                  message)
+    said = re.sub(r"--num-gpu-blocks-override ([\d,]+)( asks)?", lambda m: f"--startup-log's {m[1]} blocks"
+                  + (" ask" if m[2] else ""), said)
+    return (f"{said} — --startup-log's pool is {args.kv_pool_source}; is the log that of the server that was measured, "
+            "on this GPU with these settings? A log of another GPU states another pool: give the measured server's, "
+            "or drop --startup-log to replay the planned pool")

@@ -127,14 +127,14 @@ def engine_args(model: str | None, gpu: str | None, params: dict[str, Any], step
     from kvledger.cli.kv_dtype_flag import sim_kv_dtype_check
 
     sim_kv_dtype_check(params.get("kv_cache_dtype"), params.get("policy"), params.get("engine_version"))
-    blocks, source = _startup_pool(params, model, gpu)
+    blocks, source, block_size = _startup_pool(params, model, gpu)
     return SimRequestArgs(
         model=model, gpu=gpu, engine_version=params.get("engine_version"), tp=params.get("tp"),
         max_model_len=params.get("max_model_len"), gpu_memory_utilization=params.get("gpu_memory_utilization"),
         mem_fraction_static=params.get("mem_fraction_static"), policy=params.get("policy"),
         kv_cache_dtype=params.get("kv_cache_dtype") or "auto", block_size=params.get("block_size"),
         max_num_batched_tokens=params.get("max_num_batched_tokens"), max_num_seqs=params.get("max_num_seqs"),
-        num_gpu_blocks_override=blocks, kv_pool_source=source,
+        num_gpu_blocks_override=blocks, kv_pool_source=source, kv_pool_block_size=block_size,
         enable_prefix_caching=params.get("prefix_caching"), enable_chunked_prefill=params.get("chunked_prefill"),
         batching=params.get("batching"), step_cost=step_cost, cpu_overhead=params.get("cpu_overhead"),
         async_scheduling=params.get("async_scheduling"), gpu_profile=params.get("gpu_profile"),
@@ -146,16 +146,17 @@ def engine_args(model: str | None, gpu: str | None, params: dict[str, Any], step
         allreduce_link_share=params.get("allreduce_link_share"))
 
 
-def _startup_pool(params: dict[str, Any], model: str | None, gpu: str | None) -> tuple[int | None, str | None]:
-    """(the replay's --num-gpu-blocks-override, where it came from): --startup-log's block count and its words
-    (``calibration.startup_pool``), else the flag's (None, None without either).
+def _startup_pool(params: dict[str, Any], model: str | None,
+                  gpu: str | None) -> tuple[int | None, str | None, int | None]:
+    """(the replay's --num-gpu-blocks-override, where it came from, tokens per block): --startup-log's block count,
+    its words and its blocks' size (``calibration.startup_pool``), else the flag's (None, None, None without either).
 
     Raises:
         InputError: both given (one pool), or a log that states none (``read_startup_pool``).
     """
     path, flag = params.get("startup_log"), params.get("num_gpu_blocks_override")
     if path is None:
-        return flag, None
+        return flag, None, None
     from kvledger.errors import InputError
 
     if flag is not None:
@@ -163,4 +164,4 @@ def _startup_pool(params: dict[str, Any], model: str | None, gpu: str | None) ->
     from kvledger.calibration.startup_pool import read_startup_pool
 
     pool = read_startup_pool(path, model, gpu)
-    return pool.num_gpu_blocks, pool.source
+    return pool.num_gpu_blocks, pool.source, pool.block_size

@@ -63,6 +63,7 @@ class SimRequestArgs:
     max_num_seqs: int | None = None
     num_gpu_blocks_override: int | None = None
     kv_pool_source: str | None = None  # where num_gpu_blocks_override came from (validate --startup-log: the log line)
+    kv_pool_block_size: int | None = None  # --startup-log: tokens per block of the log's pool (startup_pool.py)
     max_total_tokens: int | None = None  # SGLang's pool as a measured run's server sized it (server_info), tokens
     enable_prefix_caching: bool | None = None
     disable_hybrid_kv_cache_manager: bool = False  # vLLM flag: the plan's pool with sliding layers as full
@@ -95,8 +96,7 @@ class SimRequestArgs:
     achievable_bandwidth_fraction: float | None = None  # roofline: share of peak HBM bandwidth (None: 0.8)
     allreduce_link_share: float | None = None  # TP all-reduces' share of their link (None: a profile's, else the rule)
     gpu_profile: str | None = None  # None/"auto": the GPU's bundled profile if any; "none"; or a GPU profile file
-    #: roofline weight matmuls: "flat" (one FLOP fraction), "measured" (the fraction scales the GPU's measured curve,
-    gemm_efficiency: str | None = None  # accounting/gemm_efficiency.py); None: the GPU profile's, else flat
+    gemm_efficiency: str | None = None  # roofline matmuls: flat or measured (gemm_efficiency.py); None: profile's
     inter_node_link: str | None = None  # --inter-node-link: a GPU's NIC, one direction, for TP over nodes (tp_network)
     enable_hierarchical_cache: bool | None = None  # SGLang HiCache: its prefill-graph rule (sglang_prefill_graphs.py)
 
