@@ -89,6 +89,17 @@ def test_the_web_apps_plan_reads_the_field_by_release():
                r.json()["plan"]["memory"]["notes"])
 
 
+def test_the_web_apps_serving_panel_takes_auto_as_its_plan_does():
+    # the serving request's plan section (decision_data.build_plan_section, also `kvledger report`'s) read the field
+    # with every suffix and refused auto, where the simulation's own plan (sim_setup) took it: now one reader
+    client = TestClient(create_app(), base_url="http://127.0.0.1")
+    r = client.post("/api/serving", json={"model": L70, "gpu": "H100", "tp": 4, "slo": "ttft=2s,tpot=100ms",
+                                          "num_requests": 50, "engine_version": "0.19.0", "max_model_len": "auto"})
+    assert r.status_code == 200, r.text
+    engine = r.json()["cost"]["simulation"]["engine"]
+    assert (engine["num_gpu_blocks"], engine["max_model_len"]) == (28_099, AUTO_KEPT)
+
+
 def test_searchs_budget_list_reads_by_release():
     base = ("search", "meta-llama/Llama-3.2-3B", "--slo", "ttft=2s", "--gpus", "H100", "--engine-version")
     assert refused(*base, "0.12.0", "--max-num-batched-tokens", "2k,1T") == f"--max-num-batched-tokens: {NO_T}"

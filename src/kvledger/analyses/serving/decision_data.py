@@ -89,15 +89,16 @@ def build_plan_section(req: ReportRequest) -> dict[str, Any]:
     under ``policy`` sglang, whose pool the simulator then runs: sim_setup)."""
     from kvledger.accounting.plan import build_plan
     from kvledger.accounting.settings import make_settings
+    from kvledger.accounting.vllm_auto_len import read_max_model_len
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
-    from kvledger.units import parse_tokens
 
     e = req.engine
-    mml = e.get("max_model_len")
-    settings = make_settings(engine="sglang" if e.get("policy") == "sglang" else "vllm",
-                             engine_version=e.get("engine_version"), tp=e.get("tp") or 1,
-                             max_model_len=parse_tokens(str(mml), what="--max-model-len") if mml else None,
+    engine = "sglang" if e.get("policy") == "sglang" else "vllm"
+    mml, auto = read_max_model_len(str(e["max_model_len"]) if e.get("max_model_len") else None, engine,
+                                   e.get("engine_version"))  # as the release reads it, as the simulation's plan
+    settings = make_settings(engine=engine, engine_version=e.get("engine_version"), tp=e.get("tp") or 1,
+                             max_model_len=mml, auto_max_model_len=auto or None,
                              contexts=CONTEXTS, gpu_memory_utilization=e.get("gpu_memory_utilization"),
                              kv_cache_dtype=e.get("kv_cache_dtype") or "auto", quantization=e.get("quantization"),
                              max_num_seqs=e.get("max_num_seqs"), wddm=bool(e.get("wddm")),
