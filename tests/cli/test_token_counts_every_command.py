@@ -10,7 +10,6 @@ wheels; tests/cli/test_token_counts_by_release.py): t and T read from 0.13.0; -1
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -50,7 +49,6 @@ def test_simulate_sessions_take_auto_as_the_plan_fits_it():
 
 
 def _tail_log(tmp_path: Path) -> str:
-    sys.path.insert(0, str(Path(__file__).parent))
     from test_doctor_launch_flags import _metrics_only  # a vLLM 0.19.0 log's metrics lines, no start-up
 
     return str(_metrics_only(tmp_path))
