@@ -79,7 +79,6 @@ def offload(
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.cli.analysis_opts import pricing_flags
-    from kvledger.cli.tier_opts import check_tier_sizes, tier_settings
     from kvledger.report.offload_view import render_offload
 
     _refuse_old_price(old_host_price)
@@ -88,8 +87,7 @@ def offload(
                          max_model_len=cap, auto_max_model_len=True if cap is None else None,
                          enforce_eager=bool(enforce_eager), wddm=bool(wddm),
                          **_plan_given(plan, engine, engine_version))
-    tier = tier_settings(tiers, link_fraction=link_fraction)
-    check_tier_sizes(tier, gpu, tp)
+    tier = _checked_tier(tiers, link_fraction, gpu, tp)
     rep = _cap_said(cap, max_model_len, lambda: analyse_offload(
         load_model(model), resolve_gpu(gpu), settings, tier, workload=workload, num_sessions=sessions,
         session_rate=session_rate, seed=seed, compare_gpus=_replicas(compare_replicas, compare_gpus),
@@ -161,3 +159,12 @@ def _cap_said(cap_tokens: int | None, given: str | None, analyse: Any) -> Any:
 def register(app: typer.Typer) -> None:
     """Add ``offload`` to the app."""
     app.command("offload")(offload)
+
+
+def _checked_tier(tiers: TierFlags, link_fraction: float, gpu: str, tp: int) -> Any:
+    """The host KV tier's settings from its flags, its sizes checked against the GPU's host (``tier_opts``)."""
+    from kvledger.cli.tier_opts import check_tier_sizes, tier_settings
+
+    tier = tier_settings(tiers, link_fraction=link_fraction)
+    check_tier_sizes(tier, gpu, tp)
+    return tier
