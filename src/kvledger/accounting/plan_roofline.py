@@ -52,7 +52,7 @@ def mxfp4_moe_kernel(model: ModelSpec, gpu: GpuSpec, s: PlanSettings) -> str:
     if s.engine != "vllm" or (rm := roofline_model(model, s)).quant.method != "mxfp4":
         return ""
     ver = parse_version(s.engine_version or LATEST)
-    mx = mxfp4_plan(rm, gpu.arch, ver, s.mxfp4_backend)
+    mx = mxfp4_plan(rm, gpu.exact_arch, ver, s.mxfp4_backend)
     if mx is None:
         return ""
     if mx[0] == "marlin":

@@ -218,7 +218,7 @@ def _budget(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, checkpoint: Mo
     else:
         util, usrc = R.default_gpu_memory_utilization(ver)
     notes.append(N.gpu_memory_utilization_from(util, usrc))
-    notes += [n for n in [deprecated_method_note(checkpoint.quant, ver), mxfp4_note(checkpoint, gpu.arch, ver,
+    notes += [n for n in [deprecated_method_note(checkpoint.quant, ver), mxfp4_note(checkpoint, gpu.exact_arch, ver,
                                                                                    s.mxfp4_backend)] if n]
     if s.distributed_executor_backend:
         notes.append(executor_note(ver, s.distributed_executor_backend, s.pp))

@@ -125,7 +125,7 @@ def non_torch_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu
     t = _hopper_nvswitch_measured(ver, tp, pp, tp_nodes, gpu) or _non_torch_term(ver, tp, pp, tp_nodes, gpu)
     topo_on, topo_why = custom_all_reduce(tp, tp_nodes, gpu, False)
     if (disable_custom_all_reduce or forced) and topo_on:
-        off, why = ca_bytes_in_window(ver, ca_max_size(ver, tp, gpu.arch))
+        off, why = ca_bytes_in_window(ver, ca_max_size(ver, tp, gpu.exact_arch))
         flag = "custom all-reduce off (--disable-custom-all-reduce)" if disable_custom_all_reduce else str(forced)
         t = Term(t.bytes - off, t.low - off, t.high - off, _ca_off_source(t.source, topo_why, flag, off, why),
                  t.range_source)
@@ -157,7 +157,7 @@ def _rocm_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu: Gp
     ROCm vLLM runs none (``engine_disables_ca``)."""
     pt, lo, hi, src, why = rocm_non_torch_term(ver, tp, pp, gpu)
     on, ca_why = custom_all_reduce(tp, tp_group_nodes(tp, pp, nnodes), gpu, disabled, forced)
-    ca, where = ca_bytes_in_window(ver, ca_max_size(ver, tp, gpu.arch)) if on else (0, "")
+    ca, where = ca_bytes_in_window(ver, ca_max_size(ver, tp, gpu.exact_arch)) if on else (0, "")
     if tp > 1:
         src += f"; {ca_why}" + (f" ({ca / MiB:.0f} MiB of its buffers counted: {where})" if ca else
                                  f" ({where})" if on else "")
@@ -227,7 +227,7 @@ def _hopper_nvswitch_measured(ver: tuple[int, int, int], tp: int, pp: int, nnode
         why += (f"; no start-up for vLLM {'.'.join(map(str, ver))}: down to the pre-0.18 figure ({lo:.2f}), "
                 f"up 0.3 GiB")
     src = f"measured on H200 NVSwitch at TP {tp}, {era}: {pt:.2f} GiB (vme_startups.csv residual)"
-    ca, ca_why = ca_bytes_in_window(ver, ca_max_size(ver, tp, gpu.arch))  # the rows' releases count none
+    ca, ca_why = ca_bytes_in_window(ver, ca_max_size(ver, tp, gpu.exact_arch))  # the rows' releases count none
     if ca:
         src += f"; + custom all-reduce {ca / MiB:.0f} MiB, which vLLM {'.'.join(map(str, ver))} counts ({ca_why})"
     nc, nc_lo, nc_hi, nc_src = nccl_init_in_window(ver, tp, gpu)  # the rows' releases count none either
@@ -262,7 +262,7 @@ def _non_torch_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gp
     if tp == 1:
         return base
     ca_on, ca_why = custom_all_reduce(tp, nnodes, gpu, False)
-    ca, where = ca_bytes_in_window(ver, ca_max_size(ver, tp, gpu.arch)) if ca_on else (0, "")
+    ca, where = ca_bytes_in_window(ver, ca_max_size(ver, tp, gpu.exact_arch)) if ca_on else (0, "")
     code = f"{ca_why}" + (f" ({ca / MiB:.0f} MiB of its buffers counted: {where})" if ca_on else "")
     if gpu.arch in NVLS_ARCHS and gpu.nvlink_all_to_all and nnodes == 1:
         # measured on 0.19 (custom all-reduce on, its buffers outside the window): + what this version counts of them

@@ -49,8 +49,14 @@ ROCM_GFX = {"amd_mi250x": "gfx90a", "amd_mi250": "gfx90a", "amd_mi210": "gfx90a"
 AMD's ROCm GPU specifications)."""
 
 _CA_MAX_SIZES_SYMM = {"sm90": {2: 64 * MiB, 4: 32 * MiB, 6: MiB // 2, 8: MiB // 4},
-                      "sm100": {2: 2 * MiB, 4: 2 * MiB, 6: 1 * MiB, 8: 1 * MiB}}
-"""vLLM 0.19 ``all_reduce_utils.CUSTOM_ALL_REDUCE_MAX_SIZES`` ("9.0", "10.0"), B."""
+                      "sm100": {2: 2 * MiB, 4: 2 * MiB, 6: 1 * MiB, 8: 1 * MiB},
+                      "sm103": {2: 4 * MiB, 4: 4 * MiB, 6: 8 * MiB, 8: 4 * MiB}}
+"""vLLM 0.19 ``all_reduce_utils.CUSTOM_ALL_REDUCE_MAX_SIZES`` ("9.0", "10.0", "10.3"), B, keyed by the exact capability
+(``custom_all_reduce.py`` looks up ``get_device_capability().as_version_str()``; ``GpuSpec.exact_arch``)."""
+
+CA_SM103_ROW_FROM = (0, 19, 0)
+"""First release whose table has a "10.3" row (B300, GB300): 0.19.0 (read in 0.19.0, 0.20.0, 0.24.0, 0.28.0; 0.11.0–
+0.18.0 have "9.0" and "10.0" only, so B300 keeps the 8 MiB default there)."""
 
 
 def tp_group_nodes(tp: int, pp: int, nnodes: int) -> int:
@@ -108,9 +114,10 @@ def custom_all_reduce(tp: int, nnodes: int, gpu: GpuSpec, disabled: bool,
 
 
 def ca_max_size(ver: tuple[int, int, int], tp: int, arch: str) -> int:
-    """Custom all-reduce's ``max_size``, B: 8 MiB, from 0.11 on sm90/sm100 capped by the symmetric-memory table."""
+    """Custom all-reduce's ``max_size``, B: 8 MiB, from 0.11 on sm90/sm100 (and sm103 from 0.19) capped by the
+    symmetric-memory table; ``arch`` at the exact capability (``GpuSpec.exact_arch``)."""
     max_size = 8 * MiB
-    if ver >= (0, 11, 0) and arch in _CA_MAX_SIZES_SYMM:
+    if ver >= (0, 11, 0) and arch in _CA_MAX_SIZES_SYMM and (arch != "sm103" or ver >= CA_SM103_ROW_FROM):
         max_size = min(max_size, _CA_MAX_SIZES_SYMM[arch].get(tp, max_size))
     return max_size
 
@@ -127,7 +134,7 @@ def custom_all_reduce_max_bytes(ver: tuple[int, int, int], tp: int, nnodes: int,
     forced = engine_disables_ca(ver, gpu, nnodes, backend)
     on = custom_all_reduce(tp, tp_group_nodes(tp, pp, nnodes if group_nnodes is None else group_nnodes), gpu,
                            disabled, forced)[0]
-    return ca_max_size(ver, tp, gpu.arch) if on else 0
+    return ca_max_size(ver, tp, gpu.exact_arch) if on else 0
 
 
 def custom_ar_max_bytes(s: PlanSettings, gpu: GpuSpec) -> int:

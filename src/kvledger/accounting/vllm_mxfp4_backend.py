@@ -41,18 +41,24 @@ class _Rule:
     marlin_env: str  # VLLM_MXFP4_USE_MARLIN: "decides" (either way), "forces" (=1 only), "" (not read)
     triton_below_110: bool  # Triton only for 9.0 <= capability < 11.0 (else any capability from 9.0)
     reads_env: bool = True  # False from 0.24.0: envs.py and oracle/mxfp4.py have none of ENV_VARS
+    fi_family: bool = True  # FlashInfer on the SM 10.x family (is_device_capability_family(100)); False: SM 10.0 only
 
 
 _RULES = (
     # 0.10.1, 0.10.1.1: quantization/mxfp4.py Mxfp4MoEMethod._should_use_marlin and should_use_flashinfer_mxfp4
-    _Rule((0, 10, 1), "method", False, False, False, "decides", False),
-    # 0.10.2, 0.11.0: quantization/mxfp4.py get_mxfp4_backend (no VLLM_MXFP4_USE_MARLIN)
-    _Rule((0, 10, 2), "legacy", True, False, False, "", False),
+    # (is_device_capability(100): SM 10.0 exactly)
+    _Rule((0, 10, 1), "method", False, False, False, "decides", False, fi_family=False),
+    # 0.10.2, 0.11.0: quantization/mxfp4.py get_mxfp4_backend (no VLLM_MXFP4_USE_MARLIN); FlashInfer's branches test
+    # is_device_capability(100), SM 10.0 exactly (read in 0.10.2, 0.11.0, 0.11.2, 0.12.0), so B300 (10.3) falls through
+    _Rule((0, 10, 2), "legacy", True, False, False, "", False, fi_family=False),
     # 0.11.1, 0.11.2: get_mxfp4_backend; VLLM_MXFP4_USE_MARLIN forces Marlin; flashinfer-python a dependency
-    _Rule((0, 11, 1), "legacy", True, False, True, "forces", False),
-    # 0.12.0 … 0.18.0: get_mxfp4_backend with triton_kernels_supported = has_triton_kernels() and
-    # (9, 0) <= capability < (11, 0); triton_kernels vendored
-    _Rule((0, 12, 0), "legacy", True, True, True, "forces", True),
+    _Rule((0, 11, 1), "legacy", True, False, True, "forces", False, fi_family=False),
+    # 0.12.0: get_mxfp4_backend with triton_kernels_supported = has_triton_kernels() and
+    # (9, 0) <= capability < (11, 0); triton_kernels vendored; FlashInfer on SM 10.0 exactly
+    _Rule((0, 12, 0), "legacy", True, True, True, "forces", True, fi_family=False),
+    # 0.13.0 … 0.18.0: as 0.12.0, FlashInfer's branches on is_device_capability_family(100), the SM 10.x family (read
+    # in 0.13.0, 0.14.0, 0.18.0)
+    _Rule((0, 13, 0), "legacy", True, True, True, "forces", True),
     # 0.19.0 … 0.23.0: fused_moe/oracle/mxfp4.py select_mxfp4_moe_backend (_get_priority_backends: FlashInfer TRT-LLM
     # BF16 on the SM 10.x family, Triton on 9.0 <= capability < 11.0, FlashInfer CUTLASS BF16 on SM 9.0, Marlin);
     # the four variables first (read in 0.19.0, 0.20.0, 0.21.0, 0.23.0; 0.22.0/0.23.0 deprecate them)
@@ -79,7 +85,8 @@ def _rule(version: tuple[int, int, int]) -> _Rule:
 
 def mxfp4_backend(version: tuple[int, int, int], arch: str, env: dict[str, bool] | None = None,
                   triton_kernels: bool | None = None, given: str = "") -> Mxfp4Choice | None:
-    """The MXFP4 MoE backend vLLM ``version`` picks on NVIDIA ``arch`` ("sm90", ...; None elsewhere) under ``env``
+    """The MXFP4 MoE backend vLLM ``version`` picks on NVIDIA ``arch`` at its exact capability ("sm90", "sm103" for
+    B300: ``GpuSpec.exact_arch``; None elsewhere) under ``env``
     (module docstring); ``triton_kernels``: whether that package imports (None: as a stock install); ``given``: a
     backend the user names (``BACKENDS``), taken as is."""
     if not arch.startswith("sm"):
@@ -93,7 +100,7 @@ def mxfp4_backend(version: tuple[int, int, int], arch: str, env: dict[str, bool]
     tk = r.triton_kernels if triton_kernels is None else triton_kernels
     have = ("triton_kernels bundled" if r.triton_kernels else "no triton_kernels (no dependency of the wheel)") \
         if triton_kernels is None else ("triton_kernels installed" if tk else "no triton_kernels")
-    fi = r.flashinfer and cc // 10 == 10
+    fi = r.flashinfer and (cc // 10 == 10 if r.fi_family else cc == 100)
     pick, why = (_method if r.style == "method" else _legacy if r.style == "legacy" else _oracle)(r, cc, env, tk, fi)
     return Mxfp4Choice(pick, f"vLLM {v} on {arch}, {have}, flashinfer-python "
                              f"{'a dependency' if r.flashinfer else 'an extra'}: {why}")

@@ -54,7 +54,7 @@ def weights_term(checkpoint: ModelSpec, gpu: GpuSpec, s: PlanSettings, stage: PP
                  rocm: bool) -> Deduction:
     """The weights vLLM ``ver`` loads on the stage's GPU (catalog/loading.py), MXFP4 experts in the layout of the
     backend vLLM picks (vllm_mxfp4_backend.py, whose reason the text gives), with ``weights_item``'s range."""
-    mx = mxfp4_plan(checkpoint, gpu.arch, ver, s.mxfp4_backend)
+    mx = mxfp4_plan(checkpoint, gpu.exact_arch, ver, s.mxfp4_backend)  # exact: 0.10.2–0.12 test SM 10.0
     lw = loaded_weights(checkpoint, tp=s.tp, pp=stage.pp, pp_rank=stage.rank, dtype=None if s.dtype == "auto"
                         else s.dtype, quantization=s.quantization, gpu_arch=gpu.arch, engine_version=ver, rocm=rocm,
                         ep=ep_size(checkpoint, s), mxfp4=mx[:2] if mx else None)

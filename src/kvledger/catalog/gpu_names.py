@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["GPU_ALIASES", "GPU_ARCH", "smi_forms"]
+__all__ = ["GPU_ALIASES", "GPU_ARCH", "GPU_CAPABILITY", "smi_forms"]
 
 GPU_ALIASES = {
     "nvidia_h100_sxm": ["h100", "h100-sxm", "h100-sxm5", "h100-80gb", "h100-sxm-80gb", "h100 80gb hbm3"],
@@ -38,6 +38,12 @@ GPU_ARCH = {"h100": "sm90", "h200": "sm90", "gh200": "sm90", "h20": "sm90", "b20
          "rtx_4090": "sm89", "rtx_4070": "sm89", "rtx_3090": "sm86", "l4": "sm89", "l40": "sm89", "rtx_5090": "sm120",
          "rtx_pro_6000": "sm120", "rtx_6000_ada": "sm89", "t4": "sm75"}
 """A catalog id's substring → its compute capability family (the longest substring of an id wins)."""
+
+GPU_CAPABILITY = {"b300": 103, "gb300": 103}
+"""A catalog id's substring → its exact compute capability (major × 10 + minor, vLLM's ``DeviceCapability.to_int``)
+where it is not the family's: NVIDIA's "CUDA GPU Compute Capability" table (developer.nvidia.com) lists B300 and GB300
+at 10.3, B200 and GB200 at 10.0. The family (``GPU_ARCH``, "sm100") stays what the rules that take the SM 10.x family
+read; a rule that tests one exact capability reads ``GpuSpec.capability``."""
 
 _SMI_PREFIXES = ("tesla-", "geforce-", "quadro-")
 """Brand words nvidia-smi puts before a model name ("Tesla T4", "Tesla A10G", "Tesla V100-SXM2-16GB"); "NVIDIA " is

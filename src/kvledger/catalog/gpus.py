@@ -20,6 +20,7 @@ from typing import Any
 
 from kvledger.catalog.gpu_names import GPU_ALIASES as _ALIASES
 from kvledger.catalog.gpu_names import GPU_ARCH as _ARCH
+from kvledger.catalog.gpu_names import GPU_CAPABILITY as _CAPABILITY
 from kvledger.catalog.gpu_names import smi_forms
 from kvledger.errors import InputError, UnknownNameError
 from kvledger.jsonable import to_jsonable
@@ -100,6 +101,20 @@ class GpuSpec:
         """False below compute capability 8.0 (T4, sm75): vLLM refuses bfloat16 there (its CUDA platform's dtype check,
         "--dtype=half") and serves float16, so ``bf16_flops_per_s`` holds the FP16 dense rate (gpus.csv notes)."""
         return self.arch not in ("sm70", "sm75")
+
+    @property
+    def capability(self) -> int | None:
+        """The exact compute capability, major × 10 + minor (B300 103: ``gpu_names.GPU_CAPABILITY``; else the family's,
+        H100 90), for the rules that test one capability as vLLM's ``is_device_capability`` does; None if not NVIDIA."""
+        key = next((k for k in sorted(_CAPABILITY, key=len, reverse=True) if k in self.gpu_id), None)
+        if key:
+            return _CAPABILITY[key]
+        return int(self.arch[2:]) if self.arch.startswith("sm") and self.arch[2:].isdigit() else None
+
+    @property
+    def exact_arch(self) -> str:
+        """``arch`` at the exact capability ("sm103" on B300; ``arch`` elsewhere)."""
+        return f"sm{self.capability}" if self.capability else self.arch
 
     def ridge_flops_per_byte(self, dtype: str = "bf16") -> float:
         """Roofline ridge point: dense peak FLOP/s ÷ HBM bytes/s, FLOP/B (H100 SXM bf16: 989.5e12/3.35e12 = 295.4)."""
