@@ -6,13 +6,16 @@ vLLM's start-up check and its printed estimate (``v1/core/kv_cache_utils.py``: `
 ``get_kv_cache_configs``) reserve the null block only from 0.29.0 ("Reserve the null block BlockPool permanently holds
 back"; absent in 0.19.0 and 0.28.0, which compare against the whole available memory): before 0.29 a request may need
 every block of the pool and vLLM still starts, though such a request never gets its last block (the scheduler's
-``BlockPool`` never hands out the null block). ``check_blocks`` is the pool the check compares against."""
+``BlockPool`` never hands out the null block). ``check_blocks`` is the pool the check compares against, and
+``check_need`` what it counts for one request (``vllm_check_demand``: in 0.14–0.18 the first KV cache group's blocks
+alone)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from kvledger.accounting.advice_types import Option
+from kvledger.accounting.vllm_check_demand import check_demand_blocks, check_estimate_len
 from kvledger.accounting.vllm_override_check import (
     NULL_BLOCK_CHECK_FROM,
     OVERRIDE_IN_CHECK_FROM,
@@ -25,6 +28,7 @@ if TYPE_CHECKING:
     from kvledger.accounting.plan import Plan
 
 __all__ = ["NULL_BLOCK_CHECK_FROM", "OVERRIDE_IN_CHECK_FROM", "blocks_at", "check_ignores_override", "check_blocks",
+           "check_need",
            "estimate_len", "estimate_len_low", "low_usable_blocks", "max_len_option", "null_block_clause",
            "low_len_clause", "printed_estimate"]
 
@@ -42,10 +46,23 @@ def check_blocks(m: Any) -> int:
     return m.num_gpu_blocks
 
 
+def _vllm_version(p: Plan) -> tuple[int, int, int] | None:
+    return version_tuple(p.memory.engine_version) if p.memory.engine == "vllm" else None
+
+
+def check_need(p: Plan, length: int | None = None) -> int:
+    """Blocks the plan's vLLM version's start-up check counts for one request of ``length`` tokens (max_model_len when
+    None): ``blocks_at``'s, but only the first KV cache group's in 0.14–0.18 (``vllm_check_demand``), count."""
+    length = p.memory.max_model_len if length is None else length
+    if p.layout is None:
+        return blocks_at(p, length)
+    return check_demand_blocks(p.layout, length, p.inflight_tokens, _vllm_version(p))
+
+
 def printed_estimate(p: Plan) -> int | None:
     """The estimated maximum model length vLLM's start-up error prints for the plan's version (``check_blocks``: one
-    block longer than the runnable ``estimate_len`` before 0.29 for full attention), tokens."""
-    return estimate_len(p, check_blocks(p.memory))
+    block longer than the runnable ``estimate_len`` before 0.29 for full attention; ``check_need``'s demand), tokens."""
+    return estimate_len(p, check_blocks(p.memory), check=True)
 
 
 def blocks_at(p: Plan, length: int) -> int:
@@ -55,15 +72,16 @@ def blocks_at(p: Plan, length: int) -> int:
     return -(-length // p.memory.block_size)
 
 
-def estimate_len(p: Plan, usable_blocks: int | None = None) -> int | None:
-    """vLLM's estimated maximum model length for ``usable_blocks`` (the plan's own when None), tokens."""
+def estimate_len(p: Plan, usable_blocks: int | None = None, check: bool = False) -> int | None:
+    """The longest max_model_len whose request ``usable_blocks`` (the plan's own when None) hold, tokens: with
+    ``check``, the start-up check's estimate (``check_need``'s demand), else the length a request really fits."""
     m = p.memory
     usable = m.usable_blocks if usable_blocks is None else usable_blocks
     if usable <= 0:
         return None
     if p.layout is not None:
-        from kvledger.accounting.plan_vllm import estimate_max_model_len
-        return estimate_max_model_len(p.layout, usable, p.inflight_tokens, m.max_model_len) or None
+        ver = _vllm_version(p) if check else None
+        return check_estimate_len(p.layout, usable, p.inflight_tokens, m.max_model_len, ver) or None
     if usable_blocks is not None:
         return None
     return m.pool_tokens or None
@@ -79,12 +97,13 @@ def low_usable_blocks(p: Plan, point: int | None = None) -> int | None:
     return int(low[0]) - (p.memory.num_gpu_blocks - (p.memory.usable_blocks if point is None else point))
 
 
-def estimate_len_low(p: Plan, est: int | None, point: int | None = None) -> int | None:
+def estimate_len_low(p: Plan, est: int | None, point: int | None = None, check: bool = False) -> int | None:
     """The estimate at the low end of the plan's block range (``low_usable_blocks``), the length that starts even if
     every ranged term lands at its worst; ``est`` when the plan has no block range below its point. ``point``: the
-    blocks ``est`` was estimated for (``check_blocks`` for vLLM's printed one), the usable ones when None."""
+    blocks ``est`` was estimated for (``check_blocks`` for vLLM's printed one, with ``check``), the usable ones when
+    None."""
     low = low_usable_blocks(p, point)
-    return est if est is None or low is None else estimate_len(p, low)
+    return est if est is None or low is None else estimate_len(p, low, check)
 
 
 def max_len_option(p: Plan, est: int, est_low: int | None) -> Option:

@@ -1,6 +1,7 @@
 """The verdict on max_model_len against the pool as the plan's vLLM version checks it at start-up: "does not fit" with
 vLLM's own estimated maximum model length, or, before 0.29 where a request needing every block of the pool passes the
-check (``advice_len.check_blocks``), "fits" with the warning that such a request can never be scheduled."""
+check (``advice_len.check_blocks``), or in 0.14–0.18 where the check counts the first KV cache group alone
+(``advice_len.check_need``), "fits" with the warning that such a request can never be scheduled."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from kvledger.accounting.advice_len import (
     OVERRIDE_IN_CHECK_FROM,
     blocks_at,
     check_blocks,
+    check_need,
     estimate_len,
     estimate_len_low,
     low_len_clause,
@@ -20,6 +22,8 @@ from kvledger.accounting.advice_len import (
 )
 from kvledger.accounting.advice_types import Advice, Option
 from kvledger.accounting.kv_range import no_fit_caveat
+from kvledger.accounting.vllm_check_demand import first_group_only, first_group_words
+from kvledger.accounting.vllm_rules import version_tuple
 from kvledger.units import GiB
 
 if TYPE_CHECKING:
@@ -38,8 +42,10 @@ def starts_never_scheduled(p: Plan, need_blocks: int) -> Advice | None:
     vLLM starts (its check counts the null block) but the scheduler can never give such a request its last block, so
     "fits" with that warning and the --max-model-len that runs; None otherwise."""
     m = p.memory
-    if need_blocks <= m.usable_blocks or need_blocks > check_blocks(m):
+    if need_blocks <= m.usable_blocks:
         return None
+    if need_blocks > check_blocks(m):
+        return _first_group_starts(p, need_blocks)
     run = estimate_len(p)
     fix = f"; --max-model-len {run} runs (the {m.usable_blocks:,} usable blocks hold it)" if run else ""
     msg = (f"fits: vLLM {m.engine_version} starts, but a request of max_model_len {m.max_model_len:,} tokens can never "
@@ -49,21 +55,47 @@ def starts_never_scheduled(p: Plan, need_blocks: int) -> Advice | None:
     return Advice("fits", msg, options=opts)
 
 
+def _first_group(p: Plan) -> bool:
+    """The plan's vLLM release counts only the first of its layout's KV cache groups at start-up (0.14–0.18)."""
+    return p.memory.engine == "vllm" and first_group_only(version_tuple(p.memory.engine_version), p.layout)
+
+
+def _first_group_starts(p: Plan, need_blocks: int) -> Advice | None:
+    """vLLM 0.14–0.18 with several KV cache groups, a max_model_len request longer than the pool that the check's
+    first-group count passes: "fits" (vLLM starts) with the warning that such a request is never scheduled; None
+    otherwise."""
+    m = p.memory
+    if not _first_group(p) or check_need(p) > check_blocks(m):
+        return None
+    run = estimate_len(p)
+    fix = f"; --max-model-len {run} runs (the {m.usable_blocks:,} usable blocks hold it)" if run else ""
+    msg = (f"fits: vLLM {m.engine_version} starts, but a request of max_model_len {m.max_model_len:,} tokens can never "
+           f"be scheduled: it needs {need_blocks:,} blocks, more than the {m.usable_blocks:,} usable of the "
+           f"{m.num_gpu_blocks:,}-block pool; {first_group_words(p.layout, m.engine_version)}, where it counts "
+           f"{check_need(p):,}, so the check passes and such a request waits forever{fix}")
+    opts = (max_len_option(p, run, estimate_len_low(p, run)),) if run else ()
+    return Advice("fits", msg, options=opts)
+
+
 def does_not_fit_words(p: Plan, need_blocks: int) -> tuple[str, float, int | None, int | None]:
     """(message, shortfall B, vLLM's printed estimated maximum model length, the same at the range's low end) for a
-    max_model_len request that needs more blocks than the plan's vLLM version's start-up check allows."""
+    max_model_len request that needs more blocks than the plan's vLLM version's start-up check allows (the check's own
+    count ``check_need``: the first KV cache group's alone in 0.14–0.18)."""
     m = p.memory
     have_blocks = check_blocks(m)
+    one = _first_group(p)
+    need_blocks = check_need(p) if one else need_blocks
     need, have = need_blocks * m.bytes_per_block, have_blocks * m.bytes_per_block
     est = printed_estimate(p)
-    est_low = estimate_len_low(p, est, have_blocks)
+    est_low = estimate_len_low(p, est, have_blocks, check=True)
     if have_blocks == m.usable_blocks:
         held = f"its {m.usable_blocks:,} usable blocks hold{null_block_clause(m)}"
     else:
         held = (f"its {have_blocks:,} blocks hold ({m.available_kv_bytes / GiB:.2f} GiB available; {_WHY}, so a "
                 f"request gets at most {m.usable_blocks:,} of them)")
+    counted = f" as {first_group_words(p.layout, m.engine_version)}" if one else ""
     msg = (f"max_model_len does not fit: one {m.max_model_len:,}-token request needs {need / GiB:.2f} GiB of KV "
-           f"cache ({need_blocks:,} blocks), more than the {have / GiB:.2f} GiB {held}; short by "
+           f"cache ({need_blocks:,} blocks{counted}), more than the {have / GiB:.2f} GiB {held}; short by "
            f"{(need - have) / GiB:.2f} GiB. Based on the available memory the estimated maximum model length is "
            f"{est or 0:,}{low_len_clause(est, est_low)}{_runs_clause(p, est)}.{no_fit_caveat(m.ranges)}")
     return msg, need - have, est, est_low
@@ -88,15 +120,15 @@ def override_check(p: Plan, need_blocks: int) -> Advice | None:
     the override's usable blocks: vLLM starts and the request never finishes (``Scheduler.schedule`` preempts it when
     ``allocate_slots`` finds no free block, and it restarts); None otherwise and for other releases."""
     m = p.memory
-    mem_blocks = m.check_num_gpu_blocks
-    if mem_blocks is None or (need_blocks <= m.usable_blocks and need_blocks <= mem_blocks):
+    mem_blocks, counted = m.check_num_gpu_blocks, check_need(p)  # the check's count: the first group's in 0.14–0.18
+    if mem_blocks is None or (need_blocks <= m.usable_blocks and counted <= mem_blocks):
         return None
     why = (f"vLLM {m.engine_version} checks max_model_len against the {mem_blocks:,} blocks the profiled memory holds, "
            f"not the override, which replaces the block count after the check (v1/core/kv_cache_utils.py, read in "
            f"0.8.0, 0.9.0, 0.19.0 and 0.20.0: the check on the profiled available memory, then the override); from "
            f"{_IN_CHECK} the check uses override × bytes per block")
     run = estimate_len(p)  # the length the override's usable blocks hold
-    if need_blocks <= mem_blocks:
+    if counted <= mem_blocks:
         fix = f"; --max-model-len {run} runs (the {m.usable_blocks:,} usable blocks hold it)" if run else ""
         msg = (f"fits: vLLM {m.engine_version} starts, but a request of max_model_len {m.max_model_len:,} tokens can "
                f"never finish: it needs {need_blocks:,} blocks and --num-gpu-blocks-override {m.num_gpu_blocks:,} "
@@ -104,11 +136,12 @@ def override_check(p: Plan, need_blocks: int) -> Advice | None:
                f"restarts (v1/core/sched/scheduler.py Scheduler.schedule){fix}")
         return Advice("fits", msg, options=(max_len_option(p, run, None),) if run else ())
     est = printed_estimate(p)
-    need, have = need_blocks * m.bytes_per_block, mem_blocks * m.bytes_per_block
+    need, have = counted * m.bytes_per_block, mem_blocks * m.bytes_per_block
     held = (f"; the override's {m.usable_blocks:,} usable blocks would hold it, but the check comes first"
             if need_blocks <= m.usable_blocks else "")
+    one = f" as {first_group_words(p.layout, m.engine_version)}" if _first_group(p) else ""
     msg = (f"max_model_len does not fit: one {m.max_model_len:,}-token request needs {need / GiB:.2f} GiB of KV "
-           f"cache ({need_blocks:,} blocks), more than the {have / GiB:.2f} GiB of the profiled memory's "
+           f"cache ({counted:,} blocks{one}), more than the {have / GiB:.2f} GiB of the profiled memory's "
            f"{mem_blocks:,} blocks; {why}{held}; short by {(need - have) / GiB:.2f} GiB. Based on the available "
            f"memory the estimated maximum model length is {est or 0:,}.")
     return Advice("max_model_len_does_not_fit", msg, need - have, est, _override_option(p, run, est))

@@ -16,7 +16,7 @@ from kvledger.accounting import vllm_profile as P
 from kvledger.accounting import vllm_rules as R
 from kvledger.accounting.kv_range import kv_ranges, printed_gib_block_range
 from kvledger.accounting.kvcache import KVLedger, kv_ledger
-from kvledger.accounting.kvlayout import KVLayout, estimate_max_model_len, vllm_layout
+from kvledger.accounting.kvlayout import KVLayout, vllm_layout
 from kvledger.accounting.max_model_len import long_len_notes, resolve_max_model_len
 from kvledger.accounting.memory import Deduction, MemoryPlan, floor_div
 from kvledger.accounting.settings import PlanSettings
@@ -46,8 +46,7 @@ from kvledger.catalog.quant_rules import deprecated_method_note
 from kvledger.errors import InputError
 from kvledger.units import GiB
 
-__all__ = ["VllmResult", "vllm_plan", "served_model", "resolve_max_model_len", "printed_gib_block_range",
-           "estimate_max_model_len"]
+__all__ = ["VllmResult", "vllm_plan", "served_model", "resolve_max_model_len", "printed_gib_block_range"]
 
 
 @dataclass(frozen=True)
@@ -241,7 +240,7 @@ def _pool(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, b: _Budget, stag
     F, fsrc = sliding_inflight_tokens(ver, b.mnbt, s.pp, b.v2_runner)
     L = auto_max_model_len(s, ver, layout, (n, max(0, bind.blocks)), F, L, notes)  # --max-model-len auto: vLLM's fit
     notes += _pool_notes(s, ver, bind, n, b.seqs, kv_free, (F, fsrc))
-    Rl = layout.blocks_per_request(L, F)
+    Rl = layout.blocks_per_request(L, F)  # every group, as the printed concurrency (the check's: advice_len.check_need)
     if b.dsv4:
         notes.append(dsv4_reservation_note(layout, L, F))
     cpu_blocks = (4 * GiB) // layout.bytes_per_block if v0 and not no_groups else 0

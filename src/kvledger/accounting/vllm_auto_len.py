@@ -9,14 +9,16 @@ the largest length that fits (``_estimate_max_model_len_from_groups``: a binary 
 the same estimate as the start-up check's error), raising "Cannot auto-fit max_model_len" where not one token fits.
 The pool itself is not resized: only max_model_len moves, so the capacity lines vLLM prints after it (and the plan's)
 are at the fitted length. The pool the estimate is held to is the start-up check's (``advice_len.check_blocks``'s
-rule: the null block kept back from 0.29.0, the profiled memory where --num-gpu-blocks-override is ignored)."""
+rule: the null block kept back from 0.29.0, the profiled memory where --num-gpu-blocks-override is ignored), and the
+demand is the check's (``vllm_check_demand``: in 0.14.0–0.18.0 the first KV cache group's blocks alone, so gpt-oss,
+Gemma and the Mamba hybrids, whose first group is a window or a state, keep the derived length there)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from kvledger.accounting.kvlayout import estimate_max_model_len
 from kvledger.accounting.settings import engine_name
+from kvledger.accounting.vllm_check_demand import check_demand_blocks, check_estimate_len, first_group_only
 from kvledger.accounting.vllm_override_check import NULL_BLOCK_CHECK_FROM, check_ignores_override
 from kvledger.accounting.vllm_rules import LATEST, version_tuple
 from kvledger.errors import DoesNotFitError, InputError
@@ -40,26 +42,38 @@ def auto_max_model_len(s: Any, ver: tuple[int, int, int], layout: Any, blocks: t
     n, profiled = blocks
     pool = profiled if s.num_gpu_blocks_override and check_ignores_override(ver) else n
     check = pool - 1 if ver >= NULL_BLOCK_CHECK_FROM else pool
-    fit = estimate_max_model_len(layout, check, inflight, derived) if check > 0 else 0
+    fit = check_estimate_len(layout, check, inflight, derived, ver) if check > 0 else 0
     release = ".".join(map(str, ver))
     if fit <= 0:
         raise DoesNotFitError(f"--max-model-len auto: vLLM {release} refuses to start (\"Cannot auto-fit "
                               "max_model_len: not enough GPU memory available to serve even a single token\"): the "
                               f"KV pool holds {max(check, 0):,} blocks, fewer than one token needs; raise "
                               "--gpu-memory-utilization or use more GPUs")
-    need = layout.blocks_per_request(derived, inflight)
+    need = check_demand_blocks(layout, derived, inflight, ver)
+    one = _first_group_clause(layout, derived, inflight, ver)
     if fit >= derived:
         notes.append(f"max_model_len auto (-1): the model's {derived:,} tokens kept, as vLLM {release} keeps them "
                      f"where one request at that length fits the KV pool: it takes {need:,} of the {check:,} blocks "
-                     "the start-up check counts (kv_cache_utils._auto_fit_max_model_len)")
+                     f"the start-up check counts (kv_cache_utils._auto_fit_max_model_len){one}")
         return derived
-    took = layout.blocks_per_request(fit, inflight)
+    took = check_demand_blocks(layout, fit, inflight, ver)
     notes.append(f"max_model_len auto (-1): {fit:,} tokens, lowered from the model's {derived:,} as vLLM {release} "
                  f"lowers it: one request at {derived:,} takes {need:,} blocks, more than the {check:,} the start-up "
                  f"check counts, and {fit:,} is the longest whose request fits ({took:,} blocks;"
                  " kv_cache_utils._auto_fit_max_model_len, the binary search of "
-                 "_estimate_max_model_len_from_groups); the memory profile and the defaults stay at the derived length")
+                 "_estimate_max_model_len_from_groups); the memory profile and the defaults stay at the derived length"
+                 f"{one}")
     return fit
+
+
+def _first_group_clause(layout: Any, length: int, inflight: int, ver: tuple[int, int, int]) -> str:
+    """In vLLM 0.14–0.18 with several KV cache groups: "; those are the first group's alone …, a request takes R",
+    "" otherwise (``vllm_check_demand``)."""
+    if not first_group_only(ver, layout):
+        return ""
+    return (f"; those blocks are the first of its {len(layout.groups)} KV cache groups' alone "
+            "(kv_cache_utils._max_memory_usage_bytes_from_groups in 0.14–0.18; 0.19 sums every group): one "
+            f"{length:,}-token request takes {layout.blocks_per_request(length, inflight):,} blocks of the pool")
 
 
 def engine_release(engine: str | None, engine_version: str | None) -> tuple[int, int, int] | None:

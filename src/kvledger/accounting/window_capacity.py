@@ -1,8 +1,10 @@
 """Sliding-window capacity while decoding, beside vLLM's start-up check.
 
-vLLM's start-up check (``kv_cache_utils.py``, "Maximum concurrency for X tokens per request") counts each sliding
-layer at ``cdiv(min(window − 1 + tokens in flight, L), block_size) + 1`` blocks (``SlidingWindowSpec.max_memory_usage
-_bytes``). The engine reserves nothing of the kind: a running request allocates blocks as it computes tokens, and
+vLLM's printed "Maximum concurrency for X tokens per request" (``kv_cache_utils.py``,
+``get_max_concurrency_for_kv_cache_config``, every KV cache group in every release read) and its start-up check (the
+same sum, except in 0.14–0.18, which count only the first group: ``vllm_check_demand``) count each sliding layer at
+``cdiv(min(window − 1 + tokens in flight, L), block_size) + 1`` blocks (``SlidingWindowSpec.max_memory_usage_bytes``).
+The engine reserves nothing of the kind: a running request allocates blocks as it computes tokens, and
 ``vllm/v1/core/single_type_kv_cache_manager.py : SlidingWindowManager.get_num_skipped_tokens`` (computed − window + 1)
 lets ``remove_skipped_blocks`` free every block before the window, so while decoding each sliding group holds at most
 ``cdiv(window − 1, block_size) + 1`` blocks (the window, plus the block the next token opens) and each full-attention
@@ -33,6 +35,8 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from kvledger.accounting.vllm_check_demand import first_group_only
+from kvledger.accounting.vllm_rules import version_tuple
 from kvledger.units import cdiv
 
 if TYPE_CHECKING:
@@ -180,9 +184,19 @@ def at_max_words(p: Plan, caveat: str, retry: Callable[..., Plan | None]) -> tup
     reqs = f"{n:,} concurrent {m.max_model_len:,}-token request{'' if n == 1 else 's'}"
     if row is None or row.decode_requests is None:
         return f"{reqs} (engine figure {c:.2f}x){caveat}{_unified_words(p, n, retry)}", n
-    text = (f"{reqs} at vLLM's start-up check (the engine's printed {c:.2f}x{caveat}); ≈{row.decode_requests:,} at "
-            f"once while decoding ({window_words(p.layout)})")
+    text = (f"{reqs} at vLLM's {_check_words(p)} (the engine's printed {c:.2f}x{caveat}); ≈{row.decode_requests:,} "
+            f"at once while decoding ({window_words(p.layout)})")
     return text + _hybrid_words(p, row, retry), row.decode_requests
+
+
+def _check_words(p: Plan) -> str:
+    """ "start-up check"; in vLLM 0.14–0.18 with several KV cache groups, whose check counts the first group alone,
+    "printed concurrency" and why it is not the check."""
+    m = p.memory
+    if m.engine != "vllm" or not first_group_only(version_tuple(m.engine_version), p.layout):
+        return "start-up check"
+    return ("printed concurrency, which counts every KV cache group (its start-up check counts the first group "
+            f"alone in {m.engine_version}: v1/core/kv_cache_utils.py _max_memory_usage_bytes_from_groups)")
 
 
 def _hybrid_words(p: Plan, row: ConcurrencyRow, retry: Callable[..., Plan | None]) -> str:

@@ -31,7 +31,8 @@ def max_len_fix(ctx: Any) -> str:
     log, st = ctx.log, ctx.log.startup
     for f in log.failures:
         if m := _ESTIMATE.search(f.text):
-            return f"(--max-model-len {m.group(1)}: vLLM's own estimate of the longest that fits, line {f.line_no})"
+            return (f"(--max-model-len {m.group(1)}: vLLM's own estimate of the longest that fits, line {f.line_no}"
+                    f"{_first_group_caveat(ctx, int(m.group(1)))})")
         if m := _V0_CAP.search(f.text):
             return (f"(--max-model-len {m.group(1)}: the tokens the KV cache holds, line {f.line_no}; V0 refuses a "
                     "max_model_len above block_size × num_gpu_blocks)")
@@ -63,6 +64,25 @@ def max_len_fix(ctx: Any) -> str:
     return (f"(--max-model-len {n}: the {st.kv_cache_tokens:,}-token pool on {where} is {blocks:,} blocks of {size} "
             f"tokens ({src}); less vLLM's null block, {blocks - 1:,} × {size} = {n:,}, what vLLM's start-up check "
             f"passes from 0.29 for a model whose layers all keep full attention{older})")
+
+
+def _first_group_caveat(ctx: Any, est: int) -> str:
+    """vLLM 0.14–0.18 with several KV cache groups: its estimate counts the first group alone
+    (``accounting.vllm_check_demand``), so a request that long may need more blocks than the pool holds: the length
+    that runs on the plan's pool; "" otherwise."""
+    from kvledger.accounting.advice_len import estimate_len
+    from kvledger.accounting.vllm_check_demand import first_group_only, first_group_words
+    from kvledger.accounting.vllm_rules import version_tuple
+
+    p = ctx.model_plan
+    v = version_tuple(ctx.log.version) if ctx.log.version else None
+    if p is None or not first_group_only(v, p.layout):
+        return ""
+    run = estimate_len(p)
+    if not run or run >= est:
+        return ""
+    return (f"; {first_group_words(p.layout, ctx.log.version)}, so a request that long needs more blocks than the "
+            f"pool holds and is never scheduled: on the plan's {p.memory.usable_blocks:,} usable blocks {run:,} runs")
 
 
 def _block_size(ctx: Any) -> tuple[int, str]:
