@@ -18,7 +18,18 @@ from kvledger.catalog.layers import StateLayer
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.units import cdiv
 
-__all__ = ["AllocGroup", "KVLayout", "vllm_layout", "estimate_max_model_len"]
+__all__ = ["AllocGroup", "KVLayout", "vllm_layout", "estimate_max_model_len", "group_size_ratio"]
+
+
+def group_size_ratio(ver: tuple[int, int, int] | None) -> float | None:
+    """The layer-count ratio below which vLLM ``ver`` makes the largest attention type's layer count the group size
+    (padding the others up to it) instead of the smallest's, read in ``v1/core/kv_cache_utils.py :
+    _get_kv_cache_groups_uniform_page_size``: None up to 0.11 (0.11.0 and 0.11.2: ``group_size = min(...)`` always),
+    1.25 in 0.12.0–0.17.0 (``max_num_layers < min_num_layers * 1.25``), 1.5 from 0.18.0; None for no version: the
+    newest rule, 1.5."""
+    if ver is None or ver >= (0, 18, 0):
+        return 1.5
+    return 1.25 if ver >= (0, 12, 0) else None
 
 
 def _layer_pages(model: ModelSpec, kv: KVLedger, block_size: int, unify_hybrid: bool,
@@ -79,7 +90,7 @@ def _layer_pages(model: ModelSpec, kv: KVLedger, block_size: int, unify_hybrid: 
 
 def vllm_layout(model: ModelSpec, kv: KVLedger, block_size: int, *, unify_hybrid: bool = False,
                 state_pages_per_request: int = 1, checkpoint_alignment_tokens: int | None = None,
-                state_page_per_block: bool = False) -> KVLayout:
+                state_page_per_block: bool = False, group_ratio: float | None = 1.5) -> KVLayout:
     """Group the layers as vLLM does and size one block.
 
     Args:
@@ -91,6 +102,7 @@ def vllm_layout(model: ModelSpec, kv: KVLedger, block_size: int, *, unify_hybrid
         checkpoint_alignment_tokens: the grid the hybrid block size honours (align-mode prefill checkpoints,
             "all"-mode Mamba chunk), tokens.
         state_page_per_block: "all" Mamba mode: state groups claim a page per block (``vllm_rules.MambaCacheRule``).
+        group_ratio: the release's ``group_size_ratio`` (None: the smallest type's layer count always).
     """
     if has_compressed_mla(model.layers):  # DeepSeek-V4: vLLM 0.33's packed layout
         return dsv4_layout(model, block_size)
@@ -117,7 +129,8 @@ def vllm_layout(model: ModelSpec, kv: KVLedger, block_size: int, *, unify_hybrid
         else:
             bs[key] = B
     counts = sorted(buckets.values())
-    group_size = counts[0] if len(buckets) > 1 and counts[-1] >= 1.5 * counts[0] else counts[-1]
+    # vLLM: group_size = min_num_layers, raised to max_num_layers where max < min × ratio (0.12 on; group_size_ratio)
+    group_size = counts[-1] if group_ratio is not None and counts[-1] < group_ratio * counts[0] else counts[0]
     groups: list[AllocGroup] = []
     padding = 0
     for (kind, window, _), n in buckets.items():

@@ -16,7 +16,7 @@ from kvledger.accounting import vllm_profile as P
 from kvledger.accounting import vllm_rules as R
 from kvledger.accounting.kv_range import kv_ranges, printed_gib_block_range
 from kvledger.accounting.kvcache import KVLedger, kv_ledger
-from kvledger.accounting.kvlayout import KVLayout, vllm_layout
+from kvledger.accounting.kvlayout import KVLayout, group_size_ratio, vllm_layout
 from kvledger.accounting.max_model_len import long_len_notes, resolve_max_model_len
 from kvledger.accounting.memory import Deduction, MemoryPlan, floor_div
 from kvledger.accounting.settings import PlanSettings
@@ -129,7 +129,8 @@ def _stage_budgets(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger
         layout = vllm_layout(sm, skv, B, unify_hybrid=unify,
                              state_pages_per_request=mamba.state_pages_per_request if mamba else 1,
                              checkpoint_alignment_tokens=mamba.checkpoint_alignment_tokens if mamba else None,
-                             state_page_per_block=mamba.page_per_block if mamba else False)
+                             state_page_per_block=mamba.page_per_block if mamba else False,
+                             group_ratio=group_size_ratio(ver))
         items = _deductions(sm, gpu, s, ver, mnbt, seqs, st, checkpoint)
         avail = (
             s.available_kv_memory_bytes
