@@ -1,9 +1,8 @@
 """Engine settings for the simulator from the KV ledger's memory plan, and the named policy presets.
 
-The pool size, block size and scheduler limits come from ``kvledger.accounting.plan``
-(``Plan.memory``: ``num_gpu_blocks``, ``block_size``, ``max_model_len``,
-``max_num_batched_tokens``, ``max_num_seqs``, resolved by the engine's own rules); a
-hybrid or sliding-window model also brings ``Plan.blocks_for_tokens``.
+The pool size, block size and scheduler limits come from ``kvledger.accounting.plan`` (``Plan.memory``:
+``num_gpu_blocks``, ``block_size``, ``max_model_len``, ``max_num_batched_tokens``, ``max_num_seqs``, resolved by the
+engine's own rules); a hybrid or sliding-window model also brings ``Plan.blocks_for_tokens``.
 """
 
 from __future__ import annotations
@@ -207,18 +206,20 @@ def _max_len_low(plan, fields: dict[str, Any]) -> tuple[int, int] | None:
 def _at_null_block_edge(plan, fields: dict[str, Any], err: PoolTooShortError, allowed: bool) -> bool:
     """Whether vLLM before 0.29 starts with the plan's pool though one max_model_len request needs every block (its
     start-up check counts the null block: ``advice_startup_len``), for a caller that checks its requests
-    (``allowed``); raise DoesNotFitError there otherwise, saying so. False off the edge (a pool or max_model_len
-    other than the plan's, another engine, a real refusal)."""
+    (``allowed``); raise DoesNotFitError there otherwise, and past it (vLLM 0.14–0.18's first-group check), saying
+    so. False off the edge (a pool or max_model_len other than the plan's, another engine, a real refusal)."""
     from kvledger.accounting.advice_startup_len import starts_never_scheduled
 
     m = plan.memory
     if m.engine != "vllm" or fields["num_gpu_blocks"] != m.num_gpu_blocks or fields["max_model_len"] != m.max_model_len:
         return False
     edge = starts_never_scheduled(plan, err.need_blocks)
-    if edge is None or allowed:
+    first_group = edge is not None and err.need_blocks > m.usable_blocks + 1
+    if edge is None or (allowed and not first_group):
         return edge is not None
-    raise DoesNotFitError(edge.message.removeprefix("fits: ") + "; a run whose requests are known before it (kvledger "
-                          "simulate) goes ahead where none is that long") from err
+    tail = ("the simulator runs no pool that short" if first_group else "a run whose requests are known before it "
+            "(kvledger simulate) goes ahead where none is that long")
+    raise DoesNotFitError(f"{edge.message.removeprefix('fits: ')}; {tail}") from err
 
 
 def _max_len_estimate(plan, fields: dict[str, Any]) -> int | None:
