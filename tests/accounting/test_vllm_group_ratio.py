@@ -20,7 +20,7 @@ from kvledger.catalog.models import load_model
 def _layout(ver, layers):
     m = load_model("openai/gpt-oss-20b")
     m = dataclasses.replace(m, layers=tuple(layers(m.layers)))
-    return vllm_layout(m, kv_ledger(m, "auto", 1), 16, group_ratio=group_size_ratio(ver))
+    return vllm_layout(m, kv_ledger(m, "auto", 1), 16, ver=ver)
 
 
 def test_ratios_by_release():
@@ -57,3 +57,21 @@ def test_gpt_oss_20b_itself_is_the_same_in_every_release(ver):
     # 12 + 12: min = max, one group of 12 per type in every release, a block 12 × 32,768 = 393,216 B
     lay = _layout(ver, lambda layers: layers)
     assert (lay.bytes_per_block, len(lay.groups), lay.padding_layers) == (393_216, 2, 0)
+
+
+@pytest.mark.parametrize("version,bpb,groups", [("0.10.2", 1_310_720, 3), ("0.11.0", 1_441_792, 2),
+                                                ("0.17.0", 1_441_792, 2), ("0.18.0", 1_441_792, 2)])
+def test_a_pipeline_stage_is_grouped_as_the_whole_model_from_011(version, bpb, groups):
+    # gemma-2-9b-it, 42 layers alternating sliding (first) and full, 8 KV heads × 256 × 2 (K, V) × 2 B = 8,192 B per
+    # token per layer, a 16-token page 131,072 B. At --pp 2 each stage holds 21 layers, 11 sliding + 10 full on the
+    # first. 0.10.2 groups each worker's own layers (core.py: get_kv_cache_config per worker) with the smallest count:
+    # 10 slots, a block 1,310,720 B, sliding split into 2 groups. From 0.11.0 get_kv_cache_configs groups the merged
+    # specs of every worker: 21 + 21, one group per type, and the worker's group size is its largest group, 11: a block
+    # 1,441,792 B over 2 groups
+    from kvledger.accounting.plan import build_plan
+    from kvledger.accounting.settings import make_settings
+    from kvledger.catalog.gpus import get_gpu
+
+    p = build_plan(load_model("google/gemma-2-9b-it"), get_gpu("h100"), make_settings(engine_version=version, pp=2),
+                   with_roofline=False)
+    assert [st["bytes_per_block"] for st in p.memory.stages] == [bpb, bpb] and len(p.layout.groups) == groups

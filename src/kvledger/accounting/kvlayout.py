@@ -18,7 +18,8 @@ from kvledger.catalog.layers import StateLayer
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.units import cdiv
 
-__all__ = ["AllocGroup", "KVLayout", "vllm_layout", "estimate_max_model_len", "group_size_ratio"]
+__all__ = ["AllocGroup", "KVLayout", "vllm_layout", "estimate_max_model_len", "group_size_ratio", "whole_counts",
+           "GLOBAL_GROUPS_FROM"]
 
 
 def group_size_ratio(ver: tuple[int, int, int] | None) -> float | None:
@@ -30,6 +31,22 @@ def group_size_ratio(ver: tuple[int, int, int] | None) -> float | None:
     if ver is None or ver >= (0, 18, 0):
         return 1.5
     return 1.25 if ver >= (0, 12, 0) else None
+
+
+GLOBAL_GROUPS_FROM = (0, 11, 0)
+"""First release that groups the whole model's layers, whatever the pipeline stage (``get_kv_cache_configs`` merges
+every worker's specs before ``get_kv_cache_groups``; read in 0.11.0, 0.12.0, 0.14.0, 0.18.0); 0.10.1 and 0.10.2 group
+each worker's own (``get_kv_cache_config`` per worker)."""
+
+
+def whole_counts(model: ModelSpec, kv: KVLedger, block_size: int, pp: int, ver: tuple[int, int, int] | None,
+                 unify_hybrid: bool = False, checkpoint_alignment_tokens: int | None = None) -> tuple[int, ...] | None:
+    """Layers per KV cache spec of the whole ``model`` (the counts ``vllm_layout``'s group size reads), count each,
+    where a pipeline stage's layout reads them (pp > 1 from ``GLOBAL_GROUPS_FROM``); None otherwise."""
+    if pp == 1 or ver is None or ver < GLOBAL_GROUPS_FROM:
+        return None
+    rows = _layer_pages(model, kv, block_size, unify_hybrid, checkpoint_alignment_tokens)[0]
+    return tuple(rows.count(r) for r in dict.fromkeys(rows))
 
 
 def _layer_pages(model: ModelSpec, kv: KVLedger, block_size: int, unify_hybrid: bool,
@@ -90,7 +107,8 @@ def _layer_pages(model: ModelSpec, kv: KVLedger, block_size: int, unify_hybrid: 
 
 def vllm_layout(model: ModelSpec, kv: KVLedger, block_size: int, *, unify_hybrid: bool = False,
                 state_pages_per_request: int = 1, checkpoint_alignment_tokens: int | None = None,
-                state_page_per_block: bool = False, group_ratio: float | None = 1.5) -> KVLayout:
+                state_page_per_block: bool = False, ver: tuple[int, int, int] | None = None,
+                group_counts: tuple[int, ...] | None = None) -> KVLayout:
     """Group the layers as vLLM does and size one block.
 
     Args:
@@ -102,7 +120,10 @@ def vllm_layout(model: ModelSpec, kv: KVLedger, block_size: int, *, unify_hybrid
         checkpoint_alignment_tokens: the grid the hybrid block size honours (align-mode prefill checkpoints,
             "all"-mode Mamba chunk), tokens.
         state_page_per_block: "all" Mamba mode: state groups claim a page per block (``vllm_rules.MambaCacheRule``).
-        group_ratio: the release's ``group_size_ratio`` (None: the smallest type's layer count always).
+        ver: the vLLM release, whose ``group_size_ratio`` sets the group size (None: the newest rule).
+        group_counts: the layer counts that ratio is tested on: the whole model's for a pipeline stage from
+            ``GLOBAL_GROUPS_FROM`` (``whole_counts``), this model's own when None. Where the whole model takes its
+            largest count each type is one group, so the stage's group size is its own largest count.
     """
     if has_compressed_mla(model.layers):  # DeepSeek-V4: vLLM 0.33's packed layout
         return dsv4_layout(model, block_size)
@@ -130,7 +151,9 @@ def vllm_layout(model: ModelSpec, kv: KVLedger, block_size: int, *, unify_hybrid
             bs[key] = B
     counts = sorted(buckets.values())
     # vLLM: group_size = min_num_layers, raised to max_num_layers where max < min × ratio (0.12 on; group_size_ratio)
-    group_size = counts[-1] if group_ratio is not None and counts[-1] < group_ratio * counts[0] else counts[0]
+    test, ratio = sorted(group_counts) if group_counts else counts, group_size_ratio(ver)
+    one_per_type = test[-1] == test[0] or (ratio is not None and test[-1] < ratio * test[0])  # group size = largest
+    group_size = counts[-1] if one_per_type else counts[0]
     groups: list[AllocGroup] = []
     padding = 0
     for (kind, window, _), n in buckets.items():

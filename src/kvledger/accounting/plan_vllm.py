@@ -16,7 +16,7 @@ from kvledger.accounting import vllm_profile as P
 from kvledger.accounting import vllm_rules as R
 from kvledger.accounting.kv_range import kv_ranges, printed_gib_block_range
 from kvledger.accounting.kvcache import KVLedger, kv_ledger
-from kvledger.accounting.kvlayout import KVLayout, group_size_ratio, vllm_layout
+from kvledger.accounting.kvlayout import KVLayout, vllm_layout, whole_counts
 from kvledger.accounting.max_model_len import long_len_notes, resolve_max_model_len
 from kvledger.accounting.memory import Deduction, MemoryPlan, floor_div
 from kvledger.accounting.settings import PlanSettings
@@ -126,11 +126,11 @@ def _stage_budgets(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger
     for st in P.pp_stages(model.num_layers, s.pp):
         sm = P.stage_model(model, st)
         skv = kv if s.pp == 1 else kv_ledger(sm, s.kv_cache_dtype, s.tp, mamba_ssm_cache_dtype=s.mamba_ssm_cache_dtype)
-        layout = vllm_layout(sm, skv, B, unify_hybrid=unify,
+        align = mamba.checkpoint_alignment_tokens if mamba else None
+        layout = vllm_layout(sm, skv, B, unify_hybrid=unify, checkpoint_alignment_tokens=align, ver=ver,
                              state_pages_per_request=mamba.state_pages_per_request if mamba else 1,
-                             checkpoint_alignment_tokens=mamba.checkpoint_alignment_tokens if mamba else None,
                              state_page_per_block=mamba.page_per_block if mamba else False,
-                             group_ratio=group_size_ratio(ver))
+                             group_counts=whole_counts(model, kv, B, s.pp, ver, unify, align))
         items = _deductions(sm, gpu, s, ver, mnbt, seqs, st, checkpoint)
         avail = (
             s.available_kv_memory_bytes
