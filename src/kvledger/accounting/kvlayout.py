@@ -135,20 +135,8 @@ def vllm_layout(model: ModelSpec, kv: KVLedger, block_size: int, *, unify_hybrid
     buckets: dict[tuple, int] = {}
     for r in rows:
         buckets[r] = buckets.get(r, 0) + 1
-    pages = {p for (_, _, p) in buckets}
-    max_page = max(pages)
-    bs: dict[tuple, int] = {}
-    for key in buckets:
-        kind, _, page = key
-        if kind != "state" and page != max_page:
-            if max_page % page:
-                notes.append(f"page {page} B does not divide {max_page} B: padded (unify_kv_cache_spec_page_size)")
-                bs[key] = B
-            else:
-                bs[key] = B * (max_page // page)
-                notes.append(f"{kind} layers' block size raised to {bs[key]} tokens to equalise pages")
-        else:
-            bs[key] = B
+    max_page = max(p for (_, _, p) in buckets)
+    bs = _block_sizes(buckets, B, max_page, notes)
     counts = sorted(buckets.values())
     # vLLM: group_size = min_num_layers, raised to max_num_layers where max < min × ratio (0.12 on; group_size_ratio)
     test, ratio = sorted(group_counts) if group_counts else counts, group_size_ratio(ver)
@@ -169,6 +157,25 @@ def vllm_layout(model: ModelSpec, kv: KVLedger, block_size: int, *, unify_hybrid
                      f"into groups of {group_size}")
     attn_bs = min((g.block_size for g in groups if g.kind != "state"), default=B)
     return KVLayout(tuple(groups), group_size * max_page, attn_bs, padding, tuple(notes))
+
+
+def _block_sizes(buckets: dict[tuple, int], B: int, max_page: int, notes: list[str]) -> dict[tuple, int]:
+    """Each bucket's block size, tokens: an attention bucket whose page is smaller than the largest raised until the
+    pages are equal (``unify_kv_cache_spec_page_size``), or left at ``B`` and padded where its page does not divide the
+    largest; state buckets keep ``B``. Appends what it did to ``notes``."""
+    bs: dict[tuple, int] = {}
+    for key in buckets:
+        kind, _, page = key
+        if kind != "state" and page != max_page:
+            if max_page % page:
+                notes.append(f"page {page} B does not divide {max_page} B: padded (unify_kv_cache_spec_page_size)")
+                bs[key] = B
+            else:
+                bs[key] = B * (max_page // page)
+                notes.append(f"{kind} layers' block size raised to {bs[key]} tokens to equalise pages")
+        else:
+            bs[key] = B
+    return bs
 
 
 def estimate_max_model_len(layout: KVLayout, usable_blocks: int, inflight_tokens: int, upper: int) -> int:
