@@ -9,12 +9,12 @@ from cli_run import refused
 
 SEARCH = ["search", "meta-llama/Llama-3.2-3B", "--slo", "ttft=2s", "--gpus", "L4,H100", "--tp", "1", "--max-model-len",
           "8K", "--num-requests", "60", "--rate", "50"]
-FORMS = ("use fixed:N, uniform:LOW:HIGH, exp:MEAN:CAP, lognormal:MEDIAN:SIGMA[:LOW[:HIGH]], "
+FORMS = ("use N or fixed:N, uniform:LOW:HIGH, exp:MEAN:CAP, lognormal:MEDIAN:SIGMA[:LOW[:HIGH]], "
          "trace:NAME:prompt|output or mix:W*DIST,W*DIST")
 
 
 @pytest.mark.parametrize("prompt, output, flag, text", [
-    ("1000", "fixed:1", "--prompt-lengths", "1000"),  # a bare number: fixed:1000 was meant
+    ("1000 tokens", "fixed:1", "--prompt-lengths", "1000 tokens"),  # a bare count (1000) now means fixed:1000
     ("fixed:1000", "lots", "--output-lengths", "lots"),
 ])
 def test_unreadable_lengths_are_refused_naming_the_flag(prompt, output, flag, text):
