@@ -14,7 +14,7 @@ FORMS = ("use N or fixed:N, uniform:LOW:HIGH, exp:MEAN:CAP, lognormal:MEDIAN:SIG
 
 
 @pytest.mark.parametrize("prompt, output, flag, text", [
-    ("1000 tokens", "fixed:1", "--prompt-lengths", "1000 tokens"),  # a bare count (1000) now means fixed:1000
+    ("many", "fixed:1", "--prompt-lengths", "many"),  # a bare count (1000) now means fixed:1000: a word instead
     ("fixed:1000", "lots", "--output-lengths", "lots"),
 ])
 def test_unreadable_lengths_are_refused_naming_the_flag(prompt, output, flag, text):
