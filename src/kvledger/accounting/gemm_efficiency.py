@@ -270,7 +270,7 @@ class MeasuredGemm:
         curve ``flops_fraction``) and the layer kernels with the curve, or an MoE model's where it was asked for."""
         self.gemm_curve = curve if curve is not None and curve_applies(model, self.gpu) else None
         priced = self.gemm_curve is not None or (curve is not None and model.is_moe)
-        fit = layer_kernel_fit(self.gpu.gpu_id) if priced and kernels_apply(model) else None
+        fit = (layer_kernel_fit(self.gpu.gpu_id) if priced else self.carried_fit) if kernels_apply(model) else None
         self.layer_kernels = fit and LayerKernels(fit, model, self.tp, self.bw * self.bandwidth_fraction)
         self.gemm_nk = self.matmul_params / max(model.num_layers, 1)  # Σ N·K of one layer's weight GEMMs per GPU
         self._eff_cache: dict[float, float] = {}

@@ -87,6 +87,7 @@ class RooflineStepCost(DecodePrices, MeasuredGemm, FusedMoePrices):
         ep / grouped_gemm_half_tokens / all_to_all: MoE only (``moe_terms.py``) — expert-parallel ranks, the grouped
             GEMM's half-rate tokens per expert, EP's all-to-all (vLLM's: data parallel > 1 only); defaults model none.
             mxfp4_moe: the release's own kernel for MXFP4 experts where it differs (``moe_rows.expert_kernel``).
+        carried_fit: layer-kernel floors for a GPU without its own (``carried_kernels.carried_layer_kernel_fit``).
     """
 
     name = "roofline"
@@ -98,7 +99,7 @@ class RooflineStepCost(DecodePrices, MeasuredGemm, FusedMoePrices):
                  custom_allreduce_max_bytes: float = 0.0, host_step_s: float = 0.0, host_seq_s: float = 0.0,
                  gemm_curve: GemmCurve | None = None, allreduce_link_share: float | None = None,
                  all_to_all: bool = False, moe_config=None, tp_nodes: int = 1,
-                 inter_node_link_bytes_per_s: float | None = None, mxfp4_moe: str = "") -> None:
+                 inter_node_link_bytes_per_s: float | None = None, mxfp4_moe: str = "", carried_fit=None) -> None:
         self.model, self.gpu, self.kv, self.tp = model, gpu, kv, tp
         self.dtype = compute_dtype(model, gpu)
         self.peak_flops = gpu.fp8_flops_per_s if self.dtype == "fp8" else gpu.bf16_flops_per_s
@@ -123,6 +124,7 @@ class RooflineStepCost(DecodePrices, MeasuredGemm, FusedMoePrices):
         self.prefill_flops_per_pair = at.prefill  # FLOPs per prefill (query, key) pair, FLOP
         self.upproj_flops_per_token = at.upproj  # MLA's FLOPs per cached-context token of a prefill chunk, FLOP
         self.growing_read_bytes = at.growing_read_bytes  # KV bytes a step reads per context token, B/token
+        self.carried_fit = carried_fit
         self._init_gemm_curve(model, gemm_curve)
         has_mla = any(isinstance(g.spec, MLAAttention) for g in kv.groups)
         self.split_attention = has_mla if split_attention is None else split_attention

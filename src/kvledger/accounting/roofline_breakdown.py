@@ -229,7 +229,13 @@ def _curve_note(rc: RooflineStepCost) -> list[str]:
 
     span = None if rc.gemm_curve is not None else curve_span(rc.model, rc.gpu, rc.gemm_nk)
     if span is None:
-        return []
+        from kvledger.accounting.carried_kernels import carried_layer_kernel_fit
+
+        carried = carried_layer_kernel_fit(rc.gpu.gpu_id) if kernels_apply(rc.model) else None
+        ops = () if carried is None or rc.carried_fit is not None else LayerKernels(carried, rc.model, rc.tp, 1.0).ops
+        words = (f"`simulate` and every capacity figure add each layer's {kernel_words(ops)} kernels at floors "
+                 "carried from the profiled GPUs (kvledger.accounting.carried_kernels), left out here")
+        return [words] if ops else []
     lo, hi = span
     fit = layer_kernel_fit(rc.gpu.gpu_id) if kernels_apply(rc.model) else None
     ops = () if fit is None else LayerKernels(fit, rc.model, rc.tp, 1.0).ops

@@ -205,12 +205,12 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
                     bf16_flops_per_s=f.gpu_bf16_tflops * 1e12 if f.gpu_bf16_tflops is not None else None)
     flops, bandwidth, prof = f.achievable_flops_fraction, f.achievable_bandwidth_fraction, None
     if flops is None or bandwidth is None:  # as simulate (step_cost_choice.gpu_profile_of): the GPU's bundled profile
+        from kvledger.accounting.carried_kernels import carried_bandwidth  # as simulate (plan_pricing.plan_fractions)
         from kvledger.accounting.gpu_profile import resolve_gpu_profile
 
         prof = resolve_gpu_profile(f.gpu_profile, g.name)
     flops = flops if flops is not None else prof.flops_fraction if prof is not None else 0.7
-    if bandwidth is None:
-        bandwidth = prof.bandwidth_fraction if prof is not None else 0.8
+    bandwidth = bandwidth if bandwidth is not None else prof.bandwidth_fraction if prof else carried_bandwidth(g) or 0.8
     share = f.allreduce_link_share  # wins over a profile's fitted share (roofline_choice.roofline_step_cost's rule)
     if share is None and prof is not None:
         share = prof.allreduce_link_share

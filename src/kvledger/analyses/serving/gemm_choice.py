@@ -7,7 +7,7 @@ from typing import Any
 
 from kvledger.errors import InputError
 
-__all__ = ["gemm_mode", "gemm_curve_of", "layer_kernels_words"]
+__all__ = ["gemm_mode", "gemm_curve_of", "layer_kernels_words", "carried_terms", "carried_words"]
 
 
 def gemm_mode(a: Any, prof) -> str:
@@ -52,3 +52,30 @@ def layer_kernels_words(lk: Any) -> str:
     return (f"; then each layer's {kernel_words(lk.ops)} kernels, max(floor, activation bytes at {bw}) "
             f"({lk.step_s(1) * 1e3:.2f} ms a step at 1 token): floors from {lk.fit.source}, "
             f"per-layer sum off by {lk.fit.loso_median:.1%} leaving a shape out (median)")
+
+
+def carried_terms(a: Any, gpu, prof) -> dict[str, Any]:
+    """The roofline's ``carried_fit`` where the measured pricing (the default) meets a GPU without measured tables:
+    the layer-kernel floors carried from the profiled GPUs (``accounting/carried_kernels.py``); {} otherwise (flat
+    mode, as on a profiled GPU, has no floors)."""
+    if gemm_mode(a, prof) != "measured":
+        return {}
+    from kvledger.accounting.carried_kernels import carried_layer_kernel_fit
+
+    fit = carried_layer_kernel_fit(gpu.gpu_id)
+    return {} if fit is None else {"carried_fit": fit}
+
+
+def carried_words(cost: Any, gpu, a: Any) -> str:
+    """The carried terms of an uncalibrated roofline in words, each after "; ": the layer-kernel floors carried from
+    the profiled GPUs, and the bandwidth share (a GPU's measured one, or the default said as such) unless given."""
+    from kvledger.accounting.carried_kernels import bandwidth_words
+    from kvledger.accounting.layer_kernels import kernel_words
+
+    lk, out = getattr(cost, "layer_kernels", None), ""
+    if lk is not None and lk.fit is getattr(cost, "carried_fit", None):
+        out += (f"; each layer's {kernel_words(lk.ops)} kernels at their floors ({lk.step_s(1) * 1e3:.2f} ms a step "
+                f"at 1 token): {lk.fit.source}")
+    words = "" if getattr(a, "achievable_bandwidth_fraction", None) is not None else bandwidth_words(
+        gpu, cost.bandwidth_fraction)
+    return out + (f"; {words}" if words else "")

@@ -72,6 +72,10 @@ def plan_fractions(a: Any, gpu, model: Any = None) -> dict[str, float | None]:
     elif a.achievable_flops_fraction is None and gemm_curve_of(a, gpu, prof) is not None and (
             model is None or curve_applies(model, gpu)):
         fractions["achievable_flops_fraction"] = 1.0  # the measured curve as measured (gemm_efficiency.py)
+    if prof is None and a.achievable_bandwidth_fraction is None:  # a GPU without measured tables: its measured share
+        from kvledger.accounting.carried_kernels import carried_bandwidth
+
+        fractions["achievable_bandwidth_fraction"] = carried_bandwidth(gpu)  # None: the default (carried_kernels.py)
     return fractions
 
 

@@ -17,6 +17,7 @@ from kvledger.accounting.tp_comm import (
     over_pcie,
 )
 from kvledger.accounting.tp_network import span_data, span_words
+from kvledger.analyses.serving import gemm_choice as gc
 from kvledger.analyses.serving.gemm_choice import gemm_curve_of, gemm_mode, layer_kernels_words
 
 __all__ = ["disagreement_note", "gpu_profile_of", "roofline_step_cost", "link_data", "LINK_GIVEN",
@@ -71,7 +72,7 @@ def roofline_step_cost(a: Any, plan, overlap_cpu: bool, batching: str, cal: Any)
     given = getattr(a, "allreduce_link_share", None)  # in the plan's settings (plan_pricing.plan_fractions)
     host = {} if prof is None else {"host_step_s": prof.host_step_s, "host_seq_s": prof.host_seq_s}
     offered = gemm_curve_of(a, plan.gpu, prof)  # the GPU's curve in measured mode; the roofline keeps it if it applies
-    cost = plan.step_cost(overlap_cpu=overlap_cpu, gemm_curve=offered, **host)
+    cost = plan.step_cost(overlap_cpu=overlap_cpu, gemm_curve=offered, **host, **gc.carried_terms(a, plan.gpu, prof))
     curve = cost.gemm_curve
     # SGLang's overlap scheduling (sglang_steps.py) turns it on; its config is synchronous (batching 'sglang',
     # from_plan.default_async_scheduling), so the overlap is named as SGLang's, not as vLLM's async scheduling
@@ -140,7 +141,7 @@ def _hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any, cal: Any)
     if prof is not None:
         hint = (f"GPU-scope calibration: fractions from the {prof.source}"
                 + (f"; its fit errors: {prof.fit_error}" if prof.fit_error else ""))
-    hint += _gemm_hint(a, plan, prof, curves, cost)
+    hint += _gemm_hint(a, plan, prof, curves, cost) + (gc.carried_words(cost, plan.gpu, a) if prof is None else "")
     if cal is not None and (note := disagreement_note(cost, cal)):
         hint += "; " + note
     return hint
