@@ -58,7 +58,8 @@ def test_a_lowest_probe_on_the_load_cliff_keeps_the_capacity():
 
 def test_goodput_simulate_says_no_capacity_and_exits_1():
     res = CliRunner().invoke(app, ["goodput", "--simulate", "meta-llama/Llama-3.1-70B", "--gpu", "L40S", "--tp", "8",
-                                   "--trace", "azure-conv", "--slo", "ttft=1s,tpot=60ms", "--target", "0.9", "--json"])
+                                   "--trace", "azure-conv", "--slo", "ttft=1s,tpot=60ms", "--target", "0.9", "--json",
+                                   "--gemm-efficiency", "flat"])  # the figures below: the flat roofline (no floors)
     assert res.exit_code == 1
     d = json.loads(res.output)
     assert d["boundary"]["boundary_value"] is None

@@ -18,8 +18,11 @@ from kvledger.cli.main import app
 runner = CliRunner()
 # 60 identical requests of 1,000 prompt tokens and 1 output token on one L4: each is one prefill, so the bound is a
 # sum the hand can check (below)
+# --gemm-efficiency flat: the flat roofline worked by hand here (no layer-kernel floors, which a GPU without
+# measured tables now carries by default: accounting/carried_kernels.py)
 CMD = ["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "L4", "--prompt-lengths", "fixed:1000",
-       "--output-lengths", "fixed:1", "--num-requests", "60", "--max-model-len", "8192", "--monthly-tokens", "3B"]
+       "--output-lengths", "fixed:1", "--num-requests", "60", "--max-model-len", "8192", "--monthly-tokens", "3B",
+       "--gemm-efficiency", "flat"]
 
 # The capacity bound by hand (work_bounds docstring, w at n = 1 output token: no decode, the prompt's KV written once):
 #   matmul params: 8,030,261,248 (Llama-3.1-8B) − 2 × 4,096 × 128,256 (embedding and untied head) = 6,979,588,096;

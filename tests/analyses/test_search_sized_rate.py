@@ -11,7 +11,8 @@ import pytest
 # output tokens so that the search's bounds exist (a bound on tokens/s per user needs a TPOT), the case of
 # test_capacity_bound_cap otherwise.
 CASE = ["meta-llama/Llama-3.1-8B", "--gpu", "L4", "--prompt-lengths", "fixed:1000", "--output-lengths", "fixed:2",
-        "--num-requests", "60", "--max-model-len", "8192", "--monthly-tokens", "3B", "--slo", "ttft=10s"]
+        "--num-requests", "60", "--max-model-len", "8192", "--monthly-tokens", "3B", "--slo", "ttft=10s",
+        "--gemm-efficiency", "flat"]  # the flat roofline of test_capacity_bound_cap (no carried layer-kernel floors)
 
 
 def test_search_prices_the_run_at_the_bound_as_cost_does(cli_json):

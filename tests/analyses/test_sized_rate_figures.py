@@ -18,9 +18,11 @@ from kvledger.cli.main import app
 runner = CliRunner()
 # The L4 case of test_capacity_bound_cap.py: 60 requests of 1,000 prompt tokens and 1 output token under ttft ≤ 10 s,
 # here with arrivals at a fixed interval (--arrival-cv 0) so that the run at the bound can be worked by hand.
+# --gemm-efficiency flat: the flat roofline worked by hand here (no layer-kernel floors, which a GPU without
+# measured tables now carries by default: accounting/carried_kernels.py)
 CMD = ["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "L4", "--prompt-lengths", "fixed:1000",
        "--output-lengths", "fixed:1", "--num-requests", "60", "--max-model-len", "8192", "--monthly-tokens", "3B",
-       "--slo", "ttft=10s"]
+       "--slo", "ttft=10s", "--gemm-efficiency", "flat"]
 PEAK = 121e12 * 0.7  # L4 bf16 dense peak × the roofline's achievable FLOP fraction, FLOP/s
 MATMUL = 2 * 6_979_588_096 * 1000  # 2 × matmul params × 1,000 prompt tokens, FLOPs
 HEAD = 2 * 4096 * 128_256  # the LM head on the one sequence's last token, FLOPs
@@ -90,7 +92,8 @@ def test_the_latencies_priced_are_the_run_at_the_bound():
     from kvledger.analyses.serving.sim_setup import SimRequestArgs
     from kvledger.ledgers.slo import parse_slo
 
-    args = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="L4", num_requests=60, max_model_len=8192)
+    args = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="L4", num_requests=60, max_model_len=8192,
+                          gemm_efficiency="flat")
     cap = search_capacity(args, parse_slo("ttft=10s"), 0.9, synthetic=SyntheticSpec("fixed:1000", "fixed:1", 0.0))
     assert cap.run.run.metadata.request_rate == pytest.approx(8.875)  # the probe at the rate found, kept
     c = cap.priced_run.run.columns
@@ -114,7 +117,7 @@ def test_poisson_arrivals_show_the_run_at_the_bound_not_the_probe():
     cs = d["simulation"]["capacity_search"]
     assert cs["slo_capacity_req_per_s"] == 12 and cs["sized_on_req_per_s"] == pytest.approx(BOUND, rel=1e-8)
     args = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="L4", num_requests=60, max_model_len=8192,
-                          rate=cs["sized_on_req_per_s"])
+                          rate=cs["sized_on_req_per_s"], gemm_efficiency="flat")
     gp = goodput(simulate_run(args, SyntheticSpec("fixed:1000", "fixed:1")).run, parse_slo("ttft=10s"))
     assert cs["attainment_at_sized_rate"] == gp.attainment == 1.0
     assert cs["goodput_at_sized_rate_req_per_s"] == gp.goodput_req_per_s

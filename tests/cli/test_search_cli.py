@@ -103,9 +103,11 @@ def test_ledger_then_resume(tmp_path):
 def test_answer_first_at_80_columns_and_a_low_confidence_winner_says_so():
     # issue 21: the winner's RunPod row is low confidence; the winner line, within the first 11 lines at 80 columns,
     # must say so, and that its memory rules were measured on H100 only. Sized on the SLO capacity (offered req/s),
-    # one MI300X wins: 65 req/s per replica, 1 GPU at $2.49/GPU-h × 730 h = $1,818/month, against the L4 at 4.375 req/s
-    # (its 60-request probes above that are too short to show the load: analyses/serving/probe_length.py), ⌈20 ÷ 3.5⌉
-    # = 6 GPUs at $0.44/GPU-h = $1,927.20. The MI300X's RunPod row is low confidence too.
+    # one MI300X wins: 53 req/s per replica (its decode priced with the layer-kernel floors carried from the profiled
+    # GPUs and its measured bandwidth share, 0.717: accounting/carried_kernels.py), 1 GPU at $2.49/GPU-h × 730 h =
+    # $1,818/month, against one H100 at 36.5 req/s, $1,964/month, and the L4 at 4.125 req/s (its 60-request probes
+    # above that are too short to show the load: analyses/serving/probe_length.py), ⌈20 ÷ 3.3⌉ = 7 GPUs at
+    # $0.44/GPU-h = $2,248.40. The MI300X's RunPod row is low confidence too.
     res = runner.invoke(app, ["search", "meta-llama/Llama-3.2-3B", "--slo", "ttft=2s,tpot=100ms",
                               "--gpus", "L4,H100,MI300X", "--tp", "1", "--max-model-len", "8K",
                               "--num-requests", "60", "--rate", "20"],
@@ -119,15 +121,16 @@ def test_answer_first_at_80_columns_and_a_low_confidence_winner_says_so():
     # line, which then runs to 13 lines (one for "GPU rental only (the people line is in cost)", four for the
     # capacity's 80% band and why it is that wide: no MI300X run is in the data, so the band is the unmeasured-GPU
     # band of the uncalibrated saturation throughput, error_bands.json unmeasured_gpu q10 −18.488%, q90 +49.653%:
-    # 65 × 1/1.49653 – 65 × 1/0.81512 = 43.43–79.74 req/s, 1/(1 + q90) … 1/(1 + q10)); the launch command and the
+    # 53 × 1/1.496534 – 53 × 1/0.81512 = 35.4153–65.021 → 35.42–65.02 req/s, 1/(1 + q90) … 1/(1 + q10); 53, not 65, with
+    # the layer-kernel floor carried to the MI300X and its measured 0.717 bandwidth share); the launch command and the
     # frontier follow it (the winner line names the flip on its low-confidence RunPod row and the matmuls priced flat
     # on MI300X against the H100's measured curve)
-    assert "SLO capacity 65 req/s per replica (65.00 good req/s there), 80% band 43.43–79.74 req/s" in head
+    assert "SLO capacity 53 req/s per replica (53.00 good req/s there), 80% band 35.42–65.02 req/s" in head
     assert "[rests on: capacity probes replay a sample unlike the trace" in head
     assert "no measured run on AMD Instinct MI300X: the unmeasured-GPU band -18.5% … +49.7%" in head
-    head17 = " ".join(" ".join(res.output.splitlines()[:17]).split())
+    head17 = " ".join(" ".join(res.output.splitlines()[:19]).split())
     assert "vllm serve meta-llama/Llama-3.2-3B" in head17 and "cost frontier" in head17
-    assert "flips at 1.06× the winner's low-confidence price" in head17  # the L4's $1,927.20 ÷ $1,817.70 = 1.060
+    assert "flips at 1.08× the winner's low-confidence price" in head17  # the H100's $1,964 ÷ $1,817.70 = 1.080
     assert all(len(line) <= 80 for line in res.output.splitlines() if not line.lstrip().startswith(("vllm", "vLLM",
                                                                                                    "SGLang", "check")))
 
