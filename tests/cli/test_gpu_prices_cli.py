@@ -4,17 +4,18 @@ with exit status 2.
 
 The search figures: Llama-3.2-3B, TP 1, max_model_len 8K, 60 requests per probe, --utilization 0.5. The good requests
 priced are the offered rate × the priced run's attainment (the share of its requests within the SLO), the token rates
-scaled alike (``ledgers.sustained_rate.at_attainment``): the L4's run at its SLO capacity, 4.375 req/s, has all 60
-within the SLO, so 4.375 good req/s and 290.50 × 4.375 ÷ 2.3874 = 532.37 good output tok/s (its goodput, 2.3874 good
-req/s over first arrival → last finish, counts the drain tail as failed requests), prefill share 0.13929; the H100's
+scaled alike (``ledgers.sustained_rate.at_attainment``): the L4's run at its SLO capacity, 4.125 req/s (its decode
+with the layer-kernel floors a GPU without measured tables carries: accounting/carried_kernels.py), has all 60
+within the SLO, so 4.125 good req/s and 279.55 × 4.125 ÷ 2.2974 = 501.94 good output tok/s (its goodput, 2.2974 good
+req/s over first arrival → last finish, counts the drain tail as failed requests), prefill share 0.15193; the H100's
 run at its capacity, 36.5 req/s, all within the SLO: 36.5 good req/s, 2,567.98 × 36.5 ÷ 21.104 = 4,441.4 good output
 tok/s, prefill share 0.18605. (60 requests per probe are too short to show either GPU's load above these rates: more
 than half their requests are still in the system at the last arrival, ``analyses/serving/probe_length.py``; 2,000 per
 probe find 2.78 and 32 req/s.) USD per 1M output tokens = USD/GPU-h × GPUs per replica × 10⁶ ÷ (good output tok/s ×
 3600 s × utilization) × (1 − prefill share) (``ledgers.cost.self_host_unit_ledgers``): the L4 at $0.50, 0.50 × 10⁶ ÷
-(532.37 × 1800) × 0.86071 = $0.4491; the H100 at $6, 6 × 10⁶ ÷ (4,441.4 × 1800) × 0.81395 = $0.6109. Ranked by USD per
-1,000 good requests, GPUs × USD/GPU-h × 1000 ÷ (3600 × 0.5 × good req/s): the L4 0.5 × 1000 ÷ (1800 × 4.375) =
-$0.0635, the H100 6 × 1000 ÷ (1800 × 36.5) = $0.0913, so the L4 wins at a twelfth of the H100's price.
+(501.94 × 1800) × 0.84807 = $0.4693; the H100 at $6, 6 × 10⁶ ÷ (4,441.4 × 1800) × 0.81395 = $0.6109. Ranked by USD per
+1,000 good requests, GPUs × USD/GPU-h × 1000 ÷ (3600 × 0.5 × good req/s): the L4 0.5 × 1000 ÷ (1800 × 4.125) =
+$0.0673, the H100 6 × 1000 ÷ (1800 × 36.5) = $0.0913, so the L4 wins at a twelfth of the H100's price.
 """
 
 from __future__ import annotations
@@ -62,9 +63,9 @@ def test_search_prices_each_gpu_at_its_own_price():
     assert c[H100]["price"]["source"] == "user input (--gpu-usd-per-hour, nvidia_h100_sxm)"
     for x in c.values():
         assert x["cost"]["usd_per_mtok_output"] == pytest.approx(_usd_per_mtok_output(x), rel=1e-12)
-    assert c[L4]["cost"]["usd_per_mtok_output"] == pytest.approx(0.4491, rel=1e-3)  # module docstring
+    assert c[L4]["cost"]["usd_per_mtok_output"] == pytest.approx(0.4693, rel=1e-3)  # module docstring
     assert c[H100]["cost"]["usd_per_mtok_output"] == pytest.approx(0.6109, rel=1e-3)
-    assert c[L4]["cost"]["usd_per_1k_requests"] == pytest.approx(0.0635, rel=1e-3)
+    assert c[L4]["cost"]["usd_per_1k_requests"] == pytest.approx(0.06734, rel=1e-3)
     assert c[H100]["cost"]["usd_per_1k_requests"] == pytest.approx(0.0913, rel=1e-3)
     assert d["ranking"] == [L4, H100]
     assert d["notes"][0] == "GPU prices: given (--gpu-usd-per-hour) for nvidia_h100_sxm $6/GPU-h, nvidia_l4 $0.5/GPU-h"
