@@ -102,6 +102,9 @@ OPTION_RANGES: dict[str, Range] = {
     "seeds": _count(1, 64, "seeds (one simulation each; 64 bounds the work)"),
     "num_requests": _count(1, _REQUESTS_MAX, "requests"), "concurrency": _count(1, 1_000_000, "users"),
     "shared_prefix_tokens": _count(1, _TOKENS_MAX, "tokens"),
+    #: --document-pool K:L[:zipf=S] (dynamics/workload/document_pool.py): K documents; S, the Zipf exponent (0: uniform)
+    "document_pool_documents": _count(1, 1_000_000, "documents"),
+    "zipf_exponent": Range(0.0, 10.0, unit="(Zipf exponent s: P(rank k) ∝ k^-s; 0 is uniform)"),
     "rate": Range(0.0, 1e6, lo_open=True, allow_inf=True, unit="req/s"),  # inf: every request at t = 0
     "rate_scale": Range(0.0, 1e6, lo_open=True), "think_time": Range(0.0, 86_400.0, unit="s"),
     "arrival_cv": Range(0.0, 100.0, unit="(CV of the gaps: 0 = a fixed interval of 1/rate, 1 = Poisson)"),

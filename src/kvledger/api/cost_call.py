@@ -36,23 +36,24 @@ def cost(path: PathLike | Sequence[PathLike] | None = None, *, simulate: str | N
          kv_tier_nvme: float | str | None = None, host_memory_usd_per_gib_month: float | None = None,
          nvme_usd_per_gib_month: float | None = None, data_sovereignty: str = "not_required",
          model_control: str = "any", team_capability: str = DEFAULT_TEAM_CAPABILITY, run: int | None = None,
-         format: str | None = None, at_offered_load: bool = False, target: float | None = None,  # noqa: A002
-         seeds: int = 1, trace: str | None = None, rate: float | None = None, rate_scale: float | None = None,
+         format: str | None = None, at_offered_load: bool = False, target: float | None = None, seeds: int = 1,  # noqa: A002
+         trace: str | None = None, rate: float | None = None, rate_scale: float | None = None,
          num_requests: int | None = None, seed: int | None = None, concurrency: int | None = None,
          think_time: float | None = None, prompt_lengths: str | None = None, output_lengths: str | None = None,
-         arrival_cv: float | None = None, shared_prefix_tokens: int | None = None, engine_version: str | None = None,
-         tp: int | None = None, enable_expert_parallel: bool | None = None, max_model_len: int | str | None = None,
-         gpu_memory_utilization: float | None = None, mem_fraction_static: float | None = None,
-         kv_cache_dtype: str | None = None, quantization: str | None = None, block_size: int | None = None,
-         max_num_batched_tokens: int | str | None = None, max_num_seqs: int | None = None,
-         num_gpu_blocks_override: int | None = None, enable_prefix_caching: bool | None = None,
-         enable_chunked_prefill: bool | None = None, long_prefill_token_threshold: int | None = None,
-         long_prefill_token_threshold_adaptive: bool | None = None, max_num_partial_prefills: int | None = None,
-         max_long_partial_prefills: int | None = None, prefix_cache_retention_interval: int | None = None,
-         prefix_caching_policy: str | None = None, scheduling_policy: str | None = None, batching: str | None = None,
-         kv_allocation: str | None = None, async_scheduling: bool | None = None, enforce_eager: bool | None = None,
-         wddm: bool | None = None, mxfp4_backend: str | None = None, replicas: int | None = None,
-         router: str | None = None, step_cost: str | None = None, disable_hybrid_kv_cache_manager: bool | None = None,
+         arrival_cv: float | None = None, shared_prefix_tokens: int | None = None, document_pool: str | None = None,
+         engine_version: str | None = None, tp: int | None = None, enable_expert_parallel: bool | None = None,
+         max_model_len: int | str | None = None, gpu_memory_utilization: float | None = None,
+         mem_fraction_static: float | None = None, kv_cache_dtype: str | None = None, quantization: str | None = None,
+         block_size: int | None = None, max_num_batched_tokens: int | str | None = None,
+         max_num_seqs: int | None = None, num_gpu_blocks_override: int | None = None,
+         enable_prefix_caching: bool | None = None, enable_chunked_prefill: bool | None = None,
+         long_prefill_token_threshold: int | None = None, long_prefill_token_threshold_adaptive: bool | None = None,
+         max_num_partial_prefills: int | None = None, max_long_partial_prefills: int | None = None,
+         prefix_cache_retention_interval: int | None = None, prefix_caching_policy: str | None = None,
+         scheduling_policy: str | None = None, batching: str | None = None, kv_allocation: str | None = None,
+         async_scheduling: bool | None = None, enforce_eager: bool | None = None, wddm: bool | None = None,
+         mxfp4_backend: str | None = None, replicas: int | None = None, router: str | None = None,
+         step_cost: str | None = None, disable_hybrid_kv_cache_manager: bool | None = None,
          mamba_ssm_cache_dtype: str | None = None, cpu_overhead: str | None = None, client_latency: str | None = None,
          policy: str | None = None, achievable_flops_fraction: float | None = None,
          achievable_bandwidth_fraction: float | None = None, allreduce_link_share: float | None = None,
@@ -66,7 +67,6 @@ def cost(path: PathLike | Sequence[PathLike] | None = None, *, simulate: str | N
 
     Returns:
         CostResult: ``.to_dict()`` equal to ``kvledger cost … --json``; ``.report`` the itemised ledgers.
-
     Raises:
         InputError, UnknownNameError, FormatError: a wrong type, an unknown name, a bad file or setting;
         NoAnswerError: no request met ``slo`` (``.payload``: the command's JSON, exit 1); DoesNotFitError: no fit.

@@ -28,7 +28,8 @@ def search(model: str, *, slo: str, target: float = 0.9, gpus: Sequence[str] | N
            monthly_output_tokens: float | str | None = None, peak_to_mean: float = 1.0, api: str | None = None,
            trace: str | None = None, prompt_lengths: str | None = None, output_lengths: str | None = None,
            arrival_cv: float | None = None, num_requests: int = 2000, seed: int = 0,
-           shared_prefix_tokens: int | None = None, workload: str | None = None, sessions: int | None = None,
+           shared_prefix_tokens: int | None = None, document_pool: str | None = None, workload: str | None = None,
+           sessions: int | None = None,
            session_rate: float | None = None, max_model_len: int | str | None = None,
            gpu_memory_utilization: float | None = None, quantization: str | None = None,
            engine_version: str | None = None, enable_expert_parallel: bool | None = None, wddm: bool | None = None,
@@ -188,6 +189,7 @@ def _groups(v: dict[str, Any]) -> tuple[Any, ...]:
 
 #: the group fields a call's value fills as it is (max_model_len and gpu_usd_per_hour: as their text, in _groups)
 _AS_GIVEN = ("trace", "prompt_lengths", "output_lengths", "arrival_cv", "num_requests", "seed", "shared_prefix_tokens",
+             "document_pool",
              "gpu_memory_utilization", "quantization", "engine_version", "step_cost", "cpu_overhead", "gpu_profile",
              "gemm_efficiency", "client_latency", "prefix_cache_retention_interval", "enable_expert_parallel", "wddm",
              "mamba_ssm_cache_dtype", "allreduce_link_share", "inter_node_link", "gpu_provider", "utilization",

@@ -95,6 +95,12 @@ class WorkloadFlags:
     shared_prefix_tokens: int | None = flag("--shared-prefix-tokens", help=(
         "Every prompt starts with the same N-token system prompt (a prompt shorter than N is left unshared), which "
         "prefix caching reuses; part of the prompt lengths, not added. Not with hash ids (mooncake) or sessions."))
+    document_pool: str | None = flag("--document-pool", help=(
+        "RAG over a set of documents: K:L[:zipf=S] (or :uniform, the default), e.g. 200:60000:zipf=1.0 — K "
+        "documents of L tokens (a count or a length distribution as --prompt-lengths), one drawn per request "
+        "(Zipf: P(rank k) ∝ k^-S); each prompt is the shared prefix (if given), the document, then a question of "
+        "--prompt-lengths tokens. Prefix caching reuses the documents; the output sets the expected hit rate (LRU "
+        "formula) beside the simulated one per KV tier."))
 
 
 @dataclass(frozen=True, slots=True)

@@ -98,6 +98,36 @@ def _model_context(model: str) -> int:
     return default_max_model_len(load_model(model), "vllm", None)
 
 
+def _synthetic_read(flags: Any, disagg: bool) -> Any:
+    """The trace or synthetic flags' workload (``sim_opts.synthetic_spec``; None: a trace), its lengths and document
+    pool read before any candidate (each one's simulation failed on them: exit 1, not 2).
+
+    Raises:
+        InputError: unreadable lengths or pool (the flag named); a shared prefix or pool with ``--disagg``.
+    """
+    from kvledger.cli.sim_opts import synthetic_spec
+    from kvledger.dynamics.workload.synthetic import parse_lengths
+    from kvledger.errors import InputError
+
+    for name in ("shared_prefix_tokens", "document_pool"):
+        if disagg and getattr(flags, name, None) is not None:
+            flag = "--" + name.replace("_", "-")
+            raise InputError(f"{flag} is not simulated for --disagg candidates (their probes draw the requests "
+                             f"without it): drop {flag}, or drop --disagg")
+    wl = synthetic_spec(flags)
+    if wl is not None:
+        for flag, text in (("--prompt-lengths", wl.prompt), ("--output-lengths", wl.output)):
+            try:
+                parse_lengths(text)
+            except InputError as err:  # say which of the two flags (the parser knows only the text)
+                raise InputError(f"{flag}: {err}") from None
+        if getattr(flags, "document_pool", None) is not None:
+            from kvledger.dynamics.workload.document_pool import parse_document_pool
+
+            parse_document_pool(flags.document_pool)
+    return wl
+
+
 def workload_of(flags: Any, session_workload: str | None, sessions: int | None, session_rate: float | None,
                 rate: float | None, monthly_tokens: float | None, model: str, max_model_len: int | None,
                 seed: int, disagg: bool, cap_source: str = "") -> tuple[Any, float | None, list[str]]:
@@ -118,19 +148,7 @@ def workload_of(flags: Any, session_workload: str | None, sessions: int | None, 
     if session_workload is None:
         if sessions is not None or session_rate is not None:
             raise InputError("--sessions and --session-rate describe a session workload: give --workload chat|agent")
-        if disagg and getattr(flags, "shared_prefix_tokens", None) is not None:
-            raise InputError("--shared-prefix-tokens is not simulated for --disagg candidates (their probes draw "
-                             "the requests without it): drop --shared-prefix-tokens, or drop --disagg")
-        wl = synthetic_spec(flags)
-        if wl is not None:  # read before any candidate: each one's simulation failed on it (exit 1, not 2)
-            from kvledger.dynamics.workload.synthetic import parse_lengths
-
-            for flag, text in (("--prompt-lengths", wl.prompt), ("--output-lengths", wl.output)):
-                try:
-                    parse_lengths(text)
-                except InputError as err:  # say which of the two flags (the parser knows only the text)
-                    raise InputError(f"{flag}: {err}") from None
-        return wl, rate, []
+        return _synthetic_read(flags, disagg), rate, []
     if getattr(flags, "shared_prefix_tokens", None) is not None:
         from kvledger.dynamics.workload.shared_prefix import shared_prefix_refusal
 

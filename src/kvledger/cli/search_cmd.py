@@ -34,7 +34,7 @@ __all__ = ["register"]
 #: search varies TP, KV dtype, max_num_seqs, the token budget and prefix caching itself (its own list flags); the
 #: rest of the engine, the workload and the pricing flags are the shared groups'.
 WORKLOAD = GroupUse(WorkloadFlags, only=("trace", "prompt_lengths", "output_lengths", "arrival_cv", "num_requests",
-                                         "seed", "shared_prefix_tokens"),
+                                         "seed", "shared_prefix_tokens", "document_pool"),
                     defaults={"num_requests": 2000, "seed": 0},
                     help={"num_requests": "Requests per simulated probe (the same seeded requests for every "
                                           "candidate).",

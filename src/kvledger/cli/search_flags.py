@@ -134,8 +134,8 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
                                        w.seed, ax.disagg, cap_source)
     spec = SearchSpec(model=model, slo=slo, target=target, trace=w.trace or "azure-conv",
                       num_requests=w.num_requests, shared_prefix_tokens=w.shared_prefix_tokens,
-                      seed=w.seed, synthetic=wl, step_cost=e.step_cost, cpu_overhead=e.cpu_overhead,
-                      gpu_profile=e.gpu_profile, gemm_efficiency=e.gemm_efficiency,
+                      document_pool=w.document_pool, seed=w.seed, synthetic=wl, step_cost=e.step_cost,
+                      cpu_overhead=e.cpu_overhead, gpu_profile=e.gpu_profile, gemm_efficiency=e.gemm_efficiency,
                       allreduce_link_share=e.allreduce_link_share, engine_version=e.engine_version, max_model_len=mml,
                       gpu_memory_utilization=e.gpu_memory_utilization, gpu_provider=p.gpu_provider,
                       quantization=e.quantization.lower() if e.quantization else None,

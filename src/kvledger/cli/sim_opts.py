@@ -98,6 +98,10 @@ def synthetic_spec(workload: WorkloadFlags) -> Any:
     if workload.trace is not None:
         check_trace(workload.trace)
     prompt, output, cv = workload.prompt_lengths, workload.output_lengths, workload.arrival_cv
+    if workload.document_pool is not None and prompt is None:
+        from kvledger.analyses.serving.shared_prompts import POOL_NEEDS_SYNTHETIC
+
+        raise InputError(POOL_NEEDS_SYNTHETIC)
     if prompt is None and output is None and cv is None:
         return None
     if prompt is None or output is None:

@@ -48,6 +48,7 @@ def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
     profile = spec.gpu_profile and choice_for_gpu(spec.gpu_profile, resolve_gpu(cand.gpu_id).name)
     return SimRequestArgs(model=spec.model, gpu=cand.gpu_id, trace=spec.trace, num_requests=spec.num_requests,
                           seed=spec.seed, shared_prefix_tokens=spec.shared_prefix_tokens,
+                          document_pool=spec.document_pool,
                           engine_version=spec.engine_version, tp=cand.tp,
                           max_model_len=spec.max_model_len, gpu_memory_utilization=spec.gpu_memory_utilization,
                           kv_cache_dtype=cand.kv_cache_dtype, max_num_batched_tokens=cand.max_num_batched_tokens,

@@ -34,9 +34,9 @@ class SearchSpec:
 
     Attributes:
         model: HF id, alias or config path. slo: the SLO as text (``ttft=200ms,tpot=50ms``). target: attainment target.
-        trace, num_requests, seed, synthetic, shared_prefix_tokens: the workload of every probe (the same seeded
-            requests and ``--shared-prefix-tokens`` system prompt for all);
-            ``synthetic`` is a ``SyntheticSpec``, or a ``session_spec.SessionSpec`` (sessions probed at turn rates);
+        trace, num_requests, seed, synthetic, shared_prefix_tokens, document_pool: the workload of every probe (the
+            same seeded requests, system prompt and documents for all); ``synthetic`` is a ``SyntheticSpec``, or a
+            ``session_spec.SessionSpec`` (sessions probed at turn rates);
             with one, ``trace`` is unused and left out of the JSON (``to_dict``).
         step_cost: ``roofline`` or ``calibrated`` (``kvledger.analyses.serving.step_cost_choice``); cpu_overhead:
             per-step CPU time added to the roofline (``2ms``; None: none). gpu_profile: ``--gpu-profile`` (a GPU-scope
@@ -63,12 +63,11 @@ class SearchSpec:
         monthly_input_tokens, monthly_output_tokens: the volume as tokens of each kind (together; ``search.load``).
         peak_to_mean: the busiest hour's rate ÷ the month's mean: replicas sized for the peak, priced at the mean.
         api, batch_share, cache_hit_rate, cache_write_rate: the API row and traffic mix to compare against."""
-
     #: absent unless given, so that ledgers written before each option still resume (a ledger of other values is
     #: another search); a price list is an object {catalog id: USD/GPU-h}, one price stays a number (kvledger.jsonable)
     __json_optional__ = ("gpu_usd_per_hour", "gpu_profile", "client_latency", "allreduce_link_share", "quantization",
                          "monthly_input_tokens", "monthly_output_tokens", "shared_prefix_tokens", "all2all_backend",
-                         "mamba_ssm_cache_dtype", "inter_node_link", "prefix_cache_retention_interval")
+                         "mamba_ssm_cache_dtype", "inter_node_link", "prefix_cache_retention_interval", "document_pool")
 
     model: str
     slo: str
@@ -78,6 +77,7 @@ class SearchSpec:
     seed: int = 0
     synthetic: SyntheticSpec | SessionSpec | None = None
     shared_prefix_tokens: int | None = None
+    document_pool: str | None = None
     step_cost: str = "roofline"
     cpu_overhead: str | None = None
     gpu_profile: str | None = None

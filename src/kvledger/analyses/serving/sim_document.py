@@ -170,13 +170,18 @@ def workload_text(info: dict[str, Any]) -> str:
 
 
 def shared_prefix_text(info: dict[str, Any]) -> str:
-    """``; shared prefix 2,000 tokens (19 of 20 prompts reach it)`` for a workload with ``--shared-prefix-tokens``;
-    "" without one."""
-    n = info.get("shared_prefix_tokens")
-    if n is None:
-        return ""
-    return (f"; shared prefix {n:,} tokens ({info['shared_prefix_requests']:,} of {info['num_requests']:,} prompts "
-            "reach it; a shorter one is left unshared)")
+    """``; shared prefix 2,000 tokens (19 of 20 prompts reach it)`` for a workload with ``--shared-prefix-tokens``,
+    then its document pool's draw (``--document-pool``); "" without either."""
+    n, pool = info.get("shared_prefix_tokens"), info.get("document_pool")
+    text = "" if n is None else (f"; shared prefix {n:,} tokens ({info['shared_prefix_requests']:,} of "
+                                 f"{info['num_requests']:,} prompts reach it; a shorter one is left unshared)")
+    if pool is None:
+        return text
+    length = pool["document_tokens"]
+    length = f"{int(length):,}" if length.isdigit() else length
+    return (f"{text}; document pool {pool['documents']:,} documents × {length} tokens, "
+            f"{pool['popularity']}, one before each question ({pool['distinct_documents_drawn']:,} drawn; "
+            f"{pool['seen_before_share']:.1%} of requests drew one seen before)")
 
 
 def load_text(info: dict[str, Any]) -> str:

@@ -102,5 +102,8 @@ def simulate_payload(args: Any, prep: SimPrepare, tier: Any, seeds: int = 1, *, 
     setup = prep(args)
     result, tier_report = run_one(setup, args, tier, prep.synthetic, record_steps=record_steps,
                                   record_token_times=record_token_times, plain=plain)
+    from kvledger.analyses.serving.doc_pool_hits import with_pool_figures
+
     payload = with_seed_spread(simulate_document(setup, result), args, seeds, prep, tier)
+    payload = with_pool_figures(payload, setup, tier_report)  # --document-pool: expected beside simulated
     return dataclasses.replace(payload, kv_tiers=tier_report), result

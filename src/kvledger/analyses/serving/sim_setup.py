@@ -20,6 +20,7 @@ from kvledger.analyses.serving.profile_scope import check_profile_scope, poor_pr
 from kvledger.analyses.serving.reasoning_note import trace_notes
 from kvledger.analyses.serving.retention_flag import retention_interval_override
 from kvledger.analyses.serving.sched_defaults import scheduler_overrides
+from kvledger.analyses.serving.shared_prompts import refuse_with_sessions, shared_prompts
 from kvledger.analyses.serving.sim_document import PACED_MODE
 from kvledger.analyses.serving.sim_engine_flags import check_engine_flags
 from kvledger.analyses.serving.sim_pp import pipelined_cost, pp_overrides
@@ -30,7 +31,6 @@ from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.workload.closed_loop import ClosedLoop
 from kvledger.dynamics.workload.columns import WorkloadColumns
-from kvledger.dynamics.workload.shared_prefix import shared_prefix_info, shared_prefix_refusal, with_shared_prefix
 from kvledger.errors import InputError
 from kvledger.ranges import check_options
 
@@ -51,6 +51,7 @@ class SimRequestArgs:
     concurrency: int | None = None
     think_time_s: float = 0.0
     shared_prefix_tokens: int | None = None  # one system prompt every request starts with (workload/shared_prefix.py)
+    document_pool: str | None = None  # K:L[:zipf=S]: a drawn document before each question (workload/document_pool.py)
     engine_version: str | None = None
     tp: int = 1
     max_model_len: str | int | None = None
@@ -206,12 +207,11 @@ def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,
         if a.concurrency is not None and rate is None and not trace_has_arrivals(a.trace):
             rate = math.inf  # closed loop: arrival times are not used
         kw = dict(num_requests=a.num_requests, rate=rate, rate_scale=a.rate_scale, seed=a.seed)
-        if a.concurrency is None and a.shared_prefix_tokens is None:  # open loop: columns (24 bytes a request)
+        if a.concurrency is None and a.shared_prefix_tokens is None and a.document_pool is None:  # open: columns
             specs = load_trace_columns(a.trace, **kw)  # unless the trace has segments or clients
         specs = load_trace(a.trace, **kw) if specs is None else specs
         name = a.trace
-    if a.shared_prefix_tokens is not None:  # every prompt starts with the same system prompt
-        specs = with_shared_prefix(specs, a.shared_prefix_tokens, name)
+    specs, shared = shared_prompts(a, specs, name, requests is not None)  # system prompt, documents
     span = specs[-1].arrival_s - specs[0].arrival_s if len(specs) > 1 else 0.0
     if isinstance(specs, WorkloadColumns):
         prompt_sum, output_sum = int(specs.num_prompt_tokens.sum()), int(specs.num_output_tokens.sum())
@@ -219,8 +219,7 @@ def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,
         prompt_sum, output_sum = sum(s.num_prompt_tokens for s in specs), sum(s.num_output_tokens for s in specs)
     info: dict[str, Any] = {"trace": name, "num_requests": len(specs), "prompt_tokens_mean": prompt_sum / len(specs),
                             "output_tokens_mean": output_sum / len(specs)}
-    if a.shared_prefix_tokens is not None:
-        info.update(shared_prefix_info(specs, a.shared_prefix_tokens))
+    info.update(shared)
     if a.concurrency is not None:
         pace = paced(a)
         info.update(mode=PACED_MODE if pace else "closed loop", concurrency=a.concurrency, think_time_s=a.think_time_s)
@@ -279,8 +278,8 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
         notes.append(dp_note(plan, cost))
     notes.extend(n for n in [all2all_note(plan), unused_nic_note(a.inter_node_link, cost)] if n)  # as plan says
     given = workload is not None
-    if given and a.shared_prefix_tokens is not None:
-        raise InputError(shared_prefix_refusal("a session workload (each session's system prompt and earlier turns)"))
+    if given:
+        refuse_with_sessions(a)
     workload, n, info = workload if given else _workload(a, requests, label)
     if not given and requests is None:  # rows the reader left out (BurstGPT's failed ones); a reasoning model on it
         notes.extend(trace_notes(a.trace, plan.model, info["output_tokens_mean"]))
