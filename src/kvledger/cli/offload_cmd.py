@@ -27,6 +27,19 @@ PLAN = GroupUse(EngineFlags, only=("gpu_memory_utilization", "mem_fraction_stati
                                              "does)."})
 
 
+def _refuse_documents(workload: str) -> None:
+    """``--workload`` other than a session shape: the message names where a document pool is simulated."""
+    from kvledger.analyses.judgments.offload import SESSION_SHAPES
+    from kvledger.errors import InputError
+
+    if workload.strip().lower() not in SESSION_SHAPES:
+        raise InputError(f"--workload {workload!r}: offload simulates multi-turn sessions only "
+                         f"({', '.join(SESSION_SHAPES)}); for prompts that re-read a set of documents (RAG) use "
+                         "`kvledger simulate MODEL --gpu GPU --document-pool K:L[:zipf=S] --prompt-lengths Q "
+                         "--output-lengths O --kv-offloading-size GiB`: its tiers table and hit rates per tier answer "
+                         "the same question for that workload")
+
+
 def _session_cap(max_model_len: str | None, model: str, engine: str,
                  engine_version: str | None) -> tuple[int | None, str]:
     """(the session run's max_model_len, None for vLLM's auto-fit; where it came from): ``sim_tiers.session_cap_of``,
@@ -54,7 +67,9 @@ def offload(
         "Achievable share of the host link's per-direction peak (as `plan`'s).")),
     suffix_tokens: int = typer.Option(1, "--suffix-tokens", help=(
         "New tokens after the cached prefix in the break-even (≥ 1; as `plan`'s).")),
-    workload: str = typer.Option("chat", "--workload", help="Session shape: chat or agent (sessions.py presets)."),
+    workload: str = typer.Option("chat", "--workload", help=(
+        "Session shape: chat or agent (sessions.py presets). Prompts that re-read a set of documents (RAG): "
+        "simulate --document-pool with --kv-offloading-size.")),
     sessions: int = typer.Option(200, "--sessions", help="Sessions to simulate, count."),
     session_rate: float = typer.Option(0.2, "--session-rate", help="Session starts per second (Poisson)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the session draw."),
@@ -82,6 +97,7 @@ def offload(
     from kvledger.report.offload_view import render_offload
 
     _refuse_old_price(old_host_price)
+    _refuse_documents(workload)
     cap, cap_source = _session_cap(max_model_len, model, engine, engine_version)
     settings = _settings(engine, quantization, mamba_ssm_cache_dtype, engine_version=engine_version, tp=tp,
                          max_model_len=cap, auto_max_model_len=True if cap is None else None,
