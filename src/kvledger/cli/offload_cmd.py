@@ -16,6 +16,8 @@ _QUANT_HELP = ("vLLM --quantization fp8: weights quantized on load, in the plan 
                "fp8`; not with --engine sglang).")
 
 
+_WORKLOAD_HELP = ("Session shape: chat or agent (sessions.py presets). Prompts that re-read a set of documents "
+                  "(RAG): simulate --document-pool with --kv-offloading-size.")
 _REPLICAS_HELP = ("Also serve the sessions on N replicas without the tier (N × TP GPUs, session affinity, as simulate "
                   "--replicas N --router session_affinity).")
 #: the plan flags ``simulate`` takes (EngineFlags) that size the KV pool and the scheduler of the runs here
@@ -67,9 +69,7 @@ def offload(
         "Achievable share of the host link's per-direction peak (as `plan`'s).")),
     suffix_tokens: int = typer.Option(1, "--suffix-tokens", help=(
         "New tokens after the cached prefix in the break-even (≥ 1; as `plan`'s).")),
-    workload: str = typer.Option("chat", "--workload", help=(
-        "Session shape: chat or agent (sessions.py presets). Prompts that re-read a set of documents (RAG): "
-        "simulate --document-pool with --kv-offloading-size.")),
+    workload: str = typer.Option("chat", "--workload", help=_WORKLOAD_HELP),
     sessions: int = typer.Option(200, "--sessions", help="Sessions to simulate, count."),
     session_rate: float = typer.Option(0.2, "--session-rate", help="Session starts per second (Poisson)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the session draw."),
