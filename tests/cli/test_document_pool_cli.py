@@ -71,3 +71,16 @@ def test_a_pool_needs_the_question_lengths_and_offload_names_simulate():
     assert "--document-pool '2:nope'" in said
     said = refused("offload", *MODEL, "--workload", "rag")
     assert "offload simulates multi-turn sessions only (chat, agent)" in said and "--document-pool" in said
+
+
+def test_cost_simulate_and_the_python_api_take_the_pool():
+    import kvledger
+
+    d = cli_json("cost", "--simulate", *MODEL, "--slo", "ttft=2s", "--api", "gpt-4o-mini", "--prompt-lengths", "32",
+                 "--output-lengths", "64", "--num-requests", "200", "--document-pool", "20:4096:zipf=1")
+    wl = d["simulation"]["workload"]
+    assert wl["prompt_tokens_mean"] == 4096 + 32 and wl["document_pool"]["spec"] == "20:4096:zipf=1"
+    doc = kvledger.simulate(MODEL[0], "H100", prompt_lengths="16", output_lengths="16", num_requests=8,
+                            concurrency=1, document_pool="2:1024:uniform", max_model_len=1056,
+                            num_gpu_blocks_override=67)
+    assert doc.summary["prefix_cache_hit_rate"] == pytest.approx(3072 / 8320)  # as the CLI run above

@@ -7,7 +7,8 @@ it once and hits every request after the first. Two estimates of the share of pr
 
 - Che's approximation (Che, Tung and Wang, IEEE JSAC 2002), steady state, independent draws: document i (P(i) =
   p_i, L_i tokens) is in the cache with probability h_i = 1 − exp(−p_i·T), T solving Σ_i L_i·h_i = C − P; the
-  expected hit tokens per request are P + Σ_i p_i·h_i·L_i.
+  expected hit tokens per request are P + Σ_i p_i·h_i·L_i (a document the run never drew counts at the drawn ones'
+  mean length).
 - The LRU replay of this run's own draw: the documents in the order requests reach the engine through an LRU of
   C − P tokens, evicting the least recently drawn; it counts the cold start (each document's first draw misses),
   which the steady-state formula leaves out.
@@ -91,7 +92,8 @@ def pool_expectations(info: dict[str, Any], specs: list[Any], tiers: list[tuple[
         room = held - prefix
         che = (sys_hits * (room >= 0) + len(docs) * che_hit_tokens(p, every, room)) / prompt_tokens
         replay = (sys_hits * (room >= 0) + lru_replay_hit_tokens(docs, sizes, room)) / prompt_tokens
-        rows.append({"tier": name, "capacity_tokens": cap, "capacity_documents": max(room, 0) / mean if mean else 0.0,
+        own = max(cap - prefix, 0) / mean if mean else 0.0  # this tier's own capacity, in documents
+        rows.append({"tier": name, "capacity_tokens": cap, "capacity_documents": own,
                      "che_hit_share": che - che_above, "lru_replay_hit_share": replay - replay_above})
         che_above, replay_above = che, replay
     return rows
