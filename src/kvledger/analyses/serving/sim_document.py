@@ -174,7 +174,8 @@ def shared_prefix_text(info: dict[str, Any]) -> str:
     then its document pool's draw (``--document-pool``); "" without either."""
     n, pool = info.get("shared_prefix_tokens"), info.get("document_pool")
     text = "" if n is None else (f"; shared prefix {n:,} tokens ({info['shared_prefix_requests']:,} of "
-                                 f"{info['num_requests']:,} prompts reach it; a shorter one is left unshared)")
+                                 f"{info['num_requests']:,} prompts reach it; a shorter one is left unshared)"
+                                 if pool is None else f"; shared prefix {n:,} tokens before each document")
     if pool is None:
         return text
     length = pool["document_tokens"]
