@@ -54,6 +54,8 @@ def test_goodput_simulate_takes_the_same_pool():
     d = cli_json("goodput", "--simulate", *MODEL, "--slo", "ttft=2s", *POOL, "--kv-offloading-size", "1")
     assert d["simulation"]["workload"]["document_pool"]["requests_seen_before"] == 6
     assert d["simulation"]["workload"]["prompt_tokens_mean"] == 1040
+    hbm, host = d["simulation"]["workload"]["document_pool"]["expected"]  # as simulate's, the same run
+    assert hbm["simulated_hit_share"] == pytest.approx(3072 / 8320) == host["lru_replay_hit_share"]
 
 
 def test_search_probes_the_pool_prompts():

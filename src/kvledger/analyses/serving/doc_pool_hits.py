@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["che_hit_tokens", "lru_replay_hit_tokens", "pool_expectations", "pool_note", "with_pool_figures"]
+__all__ = ["che_hit_tokens", "lru_replay_hit_tokens", "pool_expectations", "pool_note", "with_pool_figures",
+           "setup_with_pool_figures"]
 
 
 def che_hit_tokens(p: np.ndarray, doc_tokens: np.ndarray, capacity_tokens: float) -> float:
@@ -115,28 +116,45 @@ def pool_note(rows: list[dict[str, Any]], simulated: dict[str, float], info: dic
             "(kvledger.analyses.serving.doc_pool_hits)")
 
 
+def _pool_with_expected(setup: Any, hbm_hit_rate: float, tier_report: Any) -> tuple[dict[str, Any], dict]:
+    """(``setup``'s document pool description with its ``expected`` rows, the simulated share per tier) for a run
+    whose HBM hit rate was ``hbm_hit_rate`` and whose host tier report is ``tier_report`` (None: HBM only)."""
+    info, cfg = setup.workload_info, setup.config
+    tiers = [("hbm", cfg.num_usable_blocks * cfg.block_size)]
+    simulated = {"hbm": hbm_hit_rate}
+    if tier_report is not None:
+        for row in tier_report.per_tier[1:]:  # host_dram, then nvme / remote where run
+            units = tier_report.host_tier.capacity_units if row.tier == "host_dram" else row.capacity_units
+            tiers.append((row.tier, units * row.unit_tokens))
+        simulated = {row.tier: row.hit_rate for row in tier_report.per_tier}
+    specs = list(getattr(setup.workload, "requests", setup.workload))
+    rows = pool_expectations(info, specs, tiers, sum(s.num_prompt_tokens for s in specs))
+    for row in rows:
+        row["simulated_hit_share"] = simulated.get(row["tier"])
+    return {**info["document_pool"], "expected": rows, "expected_source": "kvledger.analyses.serving.doc_pool_hits"}, \
+        simulated
+
+
 def with_pool_figures(payload: Any, setup: Any, tier_report: Any) -> Any:
     """``payload`` (a ``SimDocument``) with its document pool's expected hit shares beside the simulated ones: the
     rows in ``workload["document_pool"]["expected"]`` and the line in its notes; unchanged without a pool.
     ``setup``: the ``SimSetup`` run; ``tier_report``: its ``SimTierReport`` (None: HBM only)."""
     import dataclasses
 
-    info = payload.workload
-    if "document_pool" not in info:
+    if "document_pool" not in payload.workload:
         return payload
-    cfg = setup.config
-    tiers = [("hbm", cfg.num_usable_blocks * cfg.block_size)]
-    simulated = {"hbm": payload.summary["prefix_cache_hit_rate"]}
-    if tier_report is not None:
-        for row in tier_report.per_tier[1:]:  # host_dram, then nvme / remote where run
-            units = tier_report.host_tier.capacity_units if row.tier == "host_dram" else row.capacity_units
-            tiers.append((row.tier, units * row.unit_tokens))
-        simulated = {row.tier: row.hit_rate for row in tier_report.per_tier}
-    specs = getattr(setup.workload, "requests", setup.workload)
-    prompt = sum(s.num_prompt_tokens for s in specs)
-    rows = pool_expectations(info, list(specs), tiers, prompt)
-    for row in rows:
-        row["simulated_hit_share"] = simulated.get(row["tier"])
-    pool = {**info["document_pool"], "expected": rows, "expected_source": "kvledger.analyses.serving.doc_pool_hits"}
-    return dataclasses.replace(payload, workload={**info, "document_pool": pool},
-                               notes=[*payload.notes, pool_note(rows, simulated, info)])
+    pool, simulated = _pool_with_expected(setup, payload.summary["prefix_cache_hit_rate"], tier_report)
+    info = {**payload.workload, "document_pool": pool}
+    return dataclasses.replace(payload, workload=info, notes=[*payload.notes, pool_note(pool["expected"], simulated,
+                                                                                          info)])
+
+
+def setup_with_pool_figures(setup: Any, tier_report: Any) -> Any:
+    """``setup`` (a ``SimSetup`` run with the host tier of ``tier_report``) with its document pool's expected rows
+    in its workload description (``goodput --simulate``'s ``simulation.workload``); unchanged without a pool."""
+    import dataclasses
+
+    if "document_pool" not in setup.workload_info:
+        return setup
+    pool, _ = _pool_with_expected(setup, tier_report.per_tier[0].hit_rate, tier_report)
+    return dataclasses.replace(setup, workload_info={**setup.workload_info, "document_pool": pool})

@@ -182,12 +182,13 @@ def simulated_goodput_with_tier(args: SimRequestArgs, slo: SLO, tiers: Any,
     Raises:
         InputError: what ``prepare_run`` or ``run_with_tier`` refuses (tier flags of the other engine, no host tier).
     """
+    from kvledger.analyses.serving.doc_pool_hits import setup_with_pool_figures
     from kvledger.analyses.serving.sim_ledgers import finish_run, prepare_run
     from kvledger.analyses.serving.sim_tiers import run_with_tier
 
     setup = prepare_run(args, synthetic)
     result, report = run_with_tier(setup, tiers)
-    sim = finish_run(setup, args, result, synthetic)
+    sim = finish_run(setup_with_pool_figures(setup, report), args, result, synthetic)  # --document-pool: expected
     return SimGoodputRun(goodput(sim.run, slo), sim, report)
 
 
