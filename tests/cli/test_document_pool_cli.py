@@ -36,7 +36,10 @@ def test_one_document_in_hbm_and_the_host_tier_serving_the_rest():
     # HBM + host hold both: 1,024 ÷ 1,040; the host's share is the difference
     assert e_hbm["che_hit_share"] == pytest.approx(528 / 1040)
     assert e_host["che_hit_share"] == pytest.approx(1024 / 1040 - 528 / 1040)
-    assert any(n.startswith("document pool (2 × 1,024 tokens, uniform)") for n in d["notes"])
+    # a cache that never evicts: the 6 requests after each document's first hit 1,024 tokens each
+    assert pool["unbounded_hit_share"] == pytest.approx(6 * 1024 / 8320)
+    assert any(n.startswith("document pool (2 × 1,024 tokens, uniform)") and "never evicts would serve 73.8% of "
+               "prompt tokens (the 75.0% of requests" in n for n in d["notes"])
 
 
 def test_without_a_host_tier_the_hbm_figure_stands_beside_its_formula():

@@ -102,7 +102,8 @@ def pool_expectations(info: dict[str, Any], specs: list[Any], tiers: list[tuple[
 
 def pool_note(rows: list[dict[str, Any]], simulated: dict[str, float], info: dict[str, Any]) -> str:
     """``simulate``'s line: per tier, the expected share (Che; replay) beside the simulated one; then the unbounded
-    cache's (the requests that drew a document seen before)."""
+    cache's (the requests that drew a document seen before). ``info``: the workload description, its document pool
+    with ``unbounded_hit_share``."""
     pool = info["document_pool"]
     length = f"{int(pool['document_tokens']):,}" if pool["document_tokens"].isdigit() else pool["document_tokens"]
     parts = [f"{r['tier']} {r['capacity_tokens']:,} tokens ≈ {r['capacity_documents']:,.1f} documents: "
@@ -110,10 +111,10 @@ def pool_note(rows: list[dict[str, Any]], simulated: dict[str, float], info: dic
              f"draw, {simulated.get(r['tier'], math.nan):.1%} simulated" for r in rows]
     return (f"document pool ({pool['documents']:,} × {length} tokens, {pool['popularity']}): share of "
             "prompt tokens each KV tier serves, per replica, expected beside simulated — " + "; ".join(parts) +
-            f". A cache that never evicts would hit the {pool['seen_before_share']:.1%} of requests whose document "
-            "was drawn before. The formula takes each tier as an LRU of whole documents, a lower tier holding what "
-            "those above hold, and leaves out the KV running requests hold and requests in flight together "
-            "(kvledger.analyses.serving.doc_pool_hits)")
+            f". A cache that never evicts would serve {pool['unbounded_hit_share']:.1%} of prompt tokens (the "
+            f"{pool['seen_before_share']:.1%} of requests whose document was drawn before). The formula takes "
+            "each tier as an LRU of whole documents, a lower tier holding what those above hold, and leaves out "
+            "the KV running requests hold and requests in flight together (kvledger.analyses.serving.doc_pool_hits)")
 
 
 def _pool_with_expected(setup: Any, hbm_hit_rate: float, tier_report: Any) -> tuple[dict[str, Any], dict]:
@@ -128,11 +129,13 @@ def _pool_with_expected(setup: Any, hbm_hit_rate: float, tier_report: Any) -> tu
             tiers.append((row.tier, units * row.unit_tokens))
         simulated = {row.tier: row.hit_rate for row in tier_report.per_tier}
     specs = list(getattr(setup.workload, "requests", setup.workload))
-    rows = pool_expectations(info, specs, tiers, sum(s.num_prompt_tokens for s in specs))
+    prompt = sum(s.num_prompt_tokens for s in specs)
+    rows = pool_expectations(info, specs, tiers, prompt)
+    unbounded = pool_expectations(info, specs, [("unbounded", math.inf)], prompt)[0]["lru_replay_hit_share"]
     for row in rows:
         row["simulated_hit_share"] = simulated.get(row["tier"])
-    return {**info["document_pool"], "expected": rows, "expected_source": "kvledger.analyses.serving.doc_pool_hits"}, \
-        simulated
+    return {**info["document_pool"], "expected": rows, "unbounded_hit_share": unbounded,
+            "expected_source": "kvledger.analyses.serving.doc_pool_hits"}, simulated
 
 
 def with_pool_figures(payload: Any, setup: Any, tier_report: Any) -> Any:
