@@ -118,18 +118,39 @@ def _band_words(b: dict[str, Any] | None) -> str:
 
 
 _TIE_FIGURES = {"USD per Mtok of good tokens": ("$", ".4f", " (input and output; the lower first)"),
+                "SLO capacity": ("", ",.4g", " (the more headroom first)"),
                 "tokens/s per user": ("", ",.1f", " (the faster first)"), "candidate order": ("#", ".0f", "")}
 
 
 def tie_line(result: Any) -> str | None:
-    """What put the winner before a runner-up of the same cost (``order.tie_break``), None without a tie."""
+    """What put the winner before a runner-up of the same cost (``order.tie_break``), and why the figures before it
+    did not; None without a tie."""
     t = result.summary().tie_break
     if t is None:
         return None
     unit, fmt, how = _TIE_FIGURES[t.by]
     tied = f"${t.tied_value:,.2f}/month" if t.tied_on == "monthly bill" else f"${t.tied_value:.4f} per 1k good requests"
-    return (f"tie: the winner and the runner-up {t.runner_up} have the same {t.tied_on} ({tied}); broken by {t.by}"
-            f"{how}: {unit}{t.winner_value:{fmt}} against {unit}{t.runner_up_value:{fmt}}")
+    values = f"{unit}{t.winner_value:{fmt}} against {unit}{t.runner_up_value:{fmt}}"
+    if t.by == "SLO capacity":
+        values = (f"{values} req/s" + (f" for the {t.load_req_per_s:,.4g} req/s load (replicas × the req/s each is "
+                                       "sized on)" if t.load_req_per_s is not None else " per GPU"))
+    return (f"tie: the winner and the runner-up {t.runner_up} have the same {t.tied_on} ({tied}){_price_words(t)}; "
+            f"broken by {t.by}{how}: {values}")
+
+
+def _price_words(t: Any) -> str:
+    """Why USD per Mtok of good tokens did not decide, where it was not the figure that did: the same, or a
+    difference within the probe's sampling error (``tie_noise``)."""
+    if t.by == "USD per Mtok of good tokens" and t.price_within_noise is None:
+        return ""
+    n = t.price_within_noise
+    if n is None:
+        return " and the same USD per Mtok of good tokens"
+    from kvledger.analyses.search.tie_noise import Z_TIED
+
+    counts = " against ".join(f"{g:,}/{r:,}" for g, r in zip(n.good, n.requests))
+    return (f" and USD per Mtok of good tokens within sampling error (requests within the SLO at the load, {counts}: "
+            f"{n.difference:.2%} apart, within {Z_TIED:g} binomial standard errors, {n.limit:.2%})")
 
 
 _MEMORY_FIXES = {"max_model_len": "lower --max-model-len (each rejection says how far), FP8 KV/weights or more TP",

@@ -120,8 +120,8 @@ def _frontier(con: Any, result: Any, verbose: bool) -> None:
         (lambda p: f"${p['usd_per_1k_requests']:.4f}/1k req")
     pts = [f"{p['id']} {money(p)}, {p['tok_per_s_per_user']:,.1f} tok/s/user" for p in front[:5]]
     more = f" (+{len(front) - 5} more in --json)" if len(front) > 5 else ""
-    con.print(escape("cost frontier (cheapest first, equal bills by USD per 1M good tokens; each faster per user "
-                     "than every cheaper one): "
+    con.print(escape("cost frontier (cheapest first, equal bills by USD per 1M good tokens, by SLO capacity where "
+                     "those differ within sampling error; each faster per user than every cheaper one): "
                      + "; ".join(pts) + more))
     if verbose and result.cost_dominated:
         con.print("dominated on cost and tok/s/user: " + escape("; ".join(f"{d['id']} by {d['dominated_by']}"

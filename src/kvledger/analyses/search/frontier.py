@@ -3,19 +3,20 @@ at SLO capacity), rejections grouped by reason, and what a candidate's ranking r
 rules not validated on its GPU).
 
 Cost frontier: candidate a dominates b when a costs no more and serves each user at least as fast, and is strictly
-better on one; the cost is ``order.cost_key``'s, the bill with USD per Mtok of good tokens deciding a tie of the bill
-(of two at one bill, the one whose bill buys more good tokens is the cheaper). The winner (``order.ranked``: the
-cheapest, ties to the faster) is never dominated, so it is always on the frontier.
+better on one; the cost is the ranking's (``order.rank_keys``): the bill, then of two at one bill the one whose bill
+buys more good tokens beyond the probe's sampling error, else the one with more SLO capacity over the load, else the
+one buying more good tokens. The winner (``order.ranked``: the cheapest, ties to the faster) is never dominated, so it
+is always on the frontier.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kvledger.analyses.search.launch_len import low_end_caveat
-from kvledger.analyses.search.order import bill_key, first_cost, price_key, usd_per_mtok_good
+from kvledger.analyses.search.order import first_cost, rank_keys, usd_per_mtok_good
 from kvledger.analyses.search.reasons import ENGINE_REFUSES
 from kvledger.analyses.serving.notes import ATTAINMENT_CEILING, ITL_BUDGET
 
@@ -45,31 +46,26 @@ def _point(e: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _key(p: dict[str, Any]) -> tuple[float, float]:
-    """A frontier point's cost as ``order.cost_key`` compares it (the bill to the cent, then USD per Mtok good)."""
-    cost = bill_key(p["rental_usd_per_month"]) if p["rental_usd_per_month"] is not None else p["usd_per_1k_requests"]
-    return cost, price_key(p["usd_per_mtok_good"])
+def _dominates(a: dict[str, Any], b: dict[str, Any], cost: Mapping[str, tuple]) -> bool:
+    ca, cb = cost[a["id"]], cost[b["id"]]
+    return (ca <= cb and a["tok_per_s_per_user"] >= b["tok_per_s_per_user"]
+            and (ca < cb or a["tok_per_s_per_user"] > b["tok_per_s_per_user"]))
 
 
-def _dominates(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return (
-        _key(a) <= _key(b)
-        and a["tok_per_s_per_user"] >= b["tok_per_s_per_user"]
-        and (_key(a) < _key(b) or a["tok_per_s_per_user"] > b["tok_per_s_per_user"])
-    )
-
-
-def cost_frontier(feasible: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
-    """(frontier points by rising cost, [{id, dominated_by}] for the rest: the cheapest candidate dominating it)."""
+def cost_frontier(feasible: list[dict[str, Any]],
+                  order: Mapping[str, int] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """(frontier points by rising cost, [{id, dominated_by}] for the rest: the cheapest candidate dominating it);
+    ``order``: candidate id → its place in the candidate list (the ranking's), else their order in ``feasible``."""
+    keys = rank_keys(feasible, order if order is not None else {e["id"]: n for n, e in enumerate(feasible)})
+    cost = {i: k[:4] for i, k in keys.items()}  # (bill, group, − capacity, USD per Mtok good): the ranking's cost
     pts = [_point(e) for e in feasible]
-    front = sorted(
-        (p for p in pts if not any(_dominates(q, p) for q in pts)), key=lambda p: (*_key(p), -p["tok_per_s_per_user"])
-    )
+    front = sorted((p for p in pts if not any(_dominates(q, p, cost) for q in pts)),
+                   key=lambda p: (*cost[p["id"]], -p["tok_per_s_per_user"]))
     dominated = []
     for p in pts:
         if p in front:
             continue
-        by = min((q for q in pts if _dominates(q, p)), key=lambda q: (*_key(q), q["id"]))
+        by = min((q for q in pts if _dominates(q, p, cost)), key=lambda q: (*cost[q["id"]], q["id"]))
         dominated.append({"id": p["id"], "dominated_by": by["id"]})
     return front, dominated
 

@@ -13,8 +13,8 @@ and it is decided, unsimulated, when all three hold against simulated feasible c
   as fast as its bound;
 * frontier: one operating point is at least as good as both its bounds, better on one.
 
-A bill equal to the lower bound decides nothing: a tie of the bill is broken by USD per Mtok of good tokens
-(``order.rank_key``), of which no lower bound is proven, so a candidate whose bound ties a simulated bill is
+A bill equal to the lower bound decides nothing: a tie of the bill is broken by USD per Mtok of good tokens or SLO
+capacity (``order.rank_keys``), of which no bound is proven, so a candidate whose bound ties a simulated bill is
 simulated.
 
 A point that dominates the bound dominates every point the candidate could have, and

@@ -1,9 +1,10 @@
 """Ranking, Pareto frontier and the search's result object, from the ledger entries (plain dicts) of every candidate.
 
 Rank (``order.ranked``): feasible candidates by the monthly bill for the load when one is given, else by USD per
-1,000 good requests at the utilization; ties (the same bill) by USD per million good tokens, then by tokens/s per
-user, then by candidate order; the winner's ``tie_break`` says which decided. Frontier: good
-output tokens/s per GPU against tokens/s per user (1 ÷ median TPOT) over every candidate's
+1,000 good requests at the utilization; ties (the same bill) by USD per million good tokens unless it differs by no
+more than the probe's sampling error (``tie_noise``), then by SLO capacity, USD per million good tokens, tokens/s per
+user and candidate order; the winner's ``tie_break`` says which decided and why the earlier figure did not.
+Frontier: good output tokens/s per GPU against tokens/s per user (1 ÷ median TPOT) over every candidate's
 operating points — its SLO capacity and lighter loads (``capacity.LOAD_FRACTIONS``) — as the
 load falls each user gets faster tokens and each GPU serves fewer. A point is dominated when
 another is at least as good on both and better on one; a candidate with no point on the
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.analyses.search.frontier import RankingMargin, ranking_margin
-from kvledger.analyses.search.order import TieBreak, first_cost, rank_key, ranked, tie_break
+from kvledger.analyses.search.order import TieBreak, first_cost, rank_key, rank_keys, ranked, tie_break
 from kvledger.analyses.search.price_flip import flip_notes
 from kvledger.analyses.search.prune import Screening, screening
 from kvledger.analyses.search.spec import SearchSpec
@@ -104,7 +105,8 @@ class SearchResult:
         runner = self.entry(self.ranking[1]) if len(self.ranking) > 1 else None
         from kvledger.analyses.search.price_flip import price_flip
 
-        return Winner(w["id"], w["launch"], caveats(w), self.margin(), tie_break(w, runner, order),
+        keys = rank_keys([self.entry(c) for c in self.ranking], order)
+        return Winner(w["id"], w["launch"], caveats(w), self.margin(), tie_break(w, runner, order, keys),
                       price_flip=price_flip([self.entry(c) for c in self.ranking]))
 
     def rejections(self) -> list[dict[str, Any]]:
@@ -171,7 +173,7 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
     notes += band_notes(spec, [by_id[i] for i in ranking], first_cost) + flip_notes([by_id[i] for i in ranking])
     if any(e["status"] == "error" for e in entries):
         notes.append("some candidates failed (status error): run again with --resume LEDGER to redo only those")
-    cfront, cdom = cost_frontier(feasible)
+    cfront, cdom = cost_frontier(feasible, order)
     if spec.step_cost == "roofline" and spec.gpu_profile not in (None, "auto", "none"):
         from kvledger.accounting.gpu_profile import load_gpu_profile
 

@@ -25,8 +25,9 @@ from kvledger.analyses.search.ledger_file import (
     resumable_entries,
     write_whole,
 )
+from kvledger.analyses.search.order import ranked
 from kvledger.analyses.search.prune import rounds, screen_by_bounds
-from kvledger.analyses.search.rank import SearchResult, build_result, rank_key
+from kvledger.analyses.search.rank import SearchResult, build_result
 from kvledger.analyses.search.ray_connect import check_ray_address
 from kvledger.analyses.search.screen import screen_candidate
 from kvledger.analyses.search.spec import Axes, Candidate, SearchSpec, make_candidates
@@ -165,7 +166,8 @@ def run_search(spec: SearchSpec, axes: Axes, *, workers: int | None = 1, backend
         write_whole(ledger, [header, *done.values()])
         fh = ledger.open("a", encoding="utf-8")
     n_feasible = sum(e["status"] == "feasible" for e in done.values())
-    best = min((e for e in done.values() if e["status"] == "feasible"), key=rank_key, default=None)
+    kept = [e for e in done.values() if e["status"] == "feasible"]
+    best = ranked(kept, {e["id"]: n for n, e in enumerate(kept)})[0] if kept else None
 
     def record(e: dict[str, Any]) -> None:
         nonlocal n_feasible, best
@@ -175,7 +177,7 @@ def run_search(spec: SearchSpec, axes: Axes, *, workers: int | None = 1, backend
             fh.flush()
         if e["status"] == "feasible":
             n_feasible += 1
-            best = e if best is None or rank_key(e) < rank_key(best) else best
+            best = e if best is None else ranked([best, e], {best["id"]: 0, e["id"]: 1})[0]  # the ranking's order
         if progress is not None:
             progress(e, len(done), len(cands), n_feasible, best)
 

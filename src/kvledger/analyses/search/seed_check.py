@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import Any
 
-from kvledger.analyses.search.order import first_cost, rank_key
+from kvledger.analyses.search.order import first_cost, ranked
 from kvledger.analyses.serving.seed_spread import seed_range_text, seed_used, value_spread
 
 __all__ = ["SeedCheck", "seed_check", "attach_seed_check"]
@@ -41,8 +41,10 @@ def _first(entries: list[dict[str, Any]]) -> bool:
         return entries[0]["status"] == "feasible" or len(entries) < 2
     if entries[0]["status"] != "feasible":
         return False
-    a, b = first_cost(entries[0]), first_cost(entries[1])
-    return a < b or (a == b and rank_key(entries[0]) <= rank_key(entries[1]))  # a tie: the ranking's next figures
+    a, b = entries[0], entries[1]
+    if first_cost(a) != first_cost(b):
+        return first_cost(a) < first_cost(b)
+    return ranked([a, b], {a["id"]: 0, b["id"]: 1})[0] is a  # a tie: the ranking's next figures (their tie: the winner)
 
 
 @dataclass(frozen=True)
