@@ -198,6 +198,8 @@ COMMAND_RANGES: dict[tuple[str, str], Range] = {
     ("cost", "max_utilization"): Range(0.0, 1.0, lo_open=True, unit="(share of billed hours spent serving)"),
     ("cost", "gpu_usd_per_hour"): Range(0.0, 1e6, lo_open=True, unit="USD/GPU-hour"),
     ("search", "gpu_usd_per_hour"): Range(0.0, 1e6, lo_open=True, unit="USD/GPU-hour"),
+    # a replica's GPUs: --tp's 1,024 × --data-parallel-size's 1,024 (analyses/search/unit_cap.py prunes those over it)
+    ("search", "max_gpus_per_replica"): _count(1, 1 << 20, "GPUs per replica"),
 }
 
 

@@ -13,9 +13,10 @@ from kvledger.analyses.search import Candidate, parse_candidate_id
 
 # DeepSeek-V3 on H200 at CoreWeave (8-GPU instances only, $50.44/h): TP 1 and 8 × DP 1 and 8, expert parallelism on.
 # TP 1 does not fit one GPU and DP 8 × TP 8 (64 GPUs) no instance: two candidates simulated, TP 8 and DP 8 × TP 1.
+# --max-gpus-per-replica 64 keeps DP 8 × TP 8, which the default cap (16) prunes before planning, in the ledger.
 DSV3 = ("search", "deepseek-ai/DeepSeek-V3", "--gpus", "H200", "--gpu-provider", "CoreWeave", "--tp", "1,8",
         "--data-parallel-size", "1,8", "--enable-expert-parallel", "--slo", "ttft=2s,tpot=100ms",
-        "--num-requests", "50", "--rate", "5")
+        "--num-requests", "50", "--rate", "5", "--max-gpus-per-replica", "64")
 DP8 = "nvidia_h200_sxm:dp8xtp1:kv-auto:ep"
 
 

@@ -11,6 +11,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from kvledger.analyses.search.unit_cap import DEFAULT_MAX_GPUS_PER_REPLICA
 from kvledger.api.results import check_ranges, in_python_terms
 from kvledger.api.search_result import SearchDocument
 from kvledger.argtypes import checked
@@ -42,9 +43,9 @@ def search(model: str, *, slo: str, target: float = 0.9, gpus: Sequence[str] | N
            enable_dp_attention: bool = False, all2all_backend: str | None = None,
            prefix_cache_retention_interval: int | None = None, offload: Sequence[str] | None = None,
            host_memory_usd_per_gib_month: float | None = None, nvme_usd_per_gib_month: float | None = None,
-           exhaustive: bool = False, seeds: int = 1, workers: int | None = None, ray_address: str | None = None,
-           backend: str = "auto", cache: bool = True, ledger: str | os.PathLike | None = None,
-           resume: str | os.PathLike | None = None) -> SearchDocument:
+           exhaustive: bool = False, max_gpus_per_replica: int = DEFAULT_MAX_GPUS_PER_REPLICA, seeds: int = 1,
+           workers: int | None = None, ray_address: str | None = None, backend: str = "auto", cache: bool = True,
+           ledger: str | os.PathLike | None = None, resume: str | os.PathLike | None = None) -> SearchDocument:
     """Plan, simulate and price every candidate (the product of ``gpus``/``gpu``, ``tp``, ``kv_cache_dtype``,
     ``max_num_seqs``, ``max_num_batched_tokens``, ``prefix_caching``, ``enable_expert_parallel`` and, for a MoE model,
     ``data_parallel_size``; ``disagg``: also prefill/decode units of ``disagg_splits``, "P:D"; None: the command's
@@ -52,7 +53,8 @@ def search(model: str, *, slo: str, target: float = 0.9, gpus: Sequence[str] | N
     synthetic one or ``workload`` "chat"/"agent" sessions (``sessions``, ``session_rate``); ``rate``, a monthly
     volume or ``session_rate`` sizes replicas and bills; ``api`` adds an API's bill; ``offload`` (["none",
     "cpu:256GiB"]) adds KV tier variants, priced at ``host_memory_usd_per_gib_month`` / ``nvme_usd_per_gib_month``
-    (USD per GiB-month; None: tier_prices.csv's). Each parameter is the flag of that name; ``cache``: read and keep
+    (USD per GiB-month; None: tier_prices.csv's); ``max_gpus_per_replica`` prunes wider units before planning (16 by
+    default: ``analyses.search.unit_cap``). Each parameter is the flag of that name; ``cache``: read and keep
     each simulation in the on-disk store, as ``kvledger.goodput``'s; ``ledger``: a new file each finished candidate
     is written to as it finishes, ``resume``: such a file, continued (its candidates not run again), as the command's
     --ledger and --resume, checked as it checks them (``cli.search_files``) but never replacing a file (no --force).
@@ -181,6 +183,7 @@ def _groups(v: dict[str, Any]) -> tuple[Any, ...]:
                             disagg=v["disagg"], disagg_splits=_joined(v["disagg_splits"])),
             SearchRun(workers=v["workers"], backend=v["backend"], ray_address=v["ray_address"],
                       exhaustive=v["exhaustive"], seeds=v["seeds"], offload=_joined(v["offload"]),
+                      max_gpus_per_replica=v["max_gpus_per_replica"],
                       host_memory_usd_per_gib_month=v["host_memory_usd_per_gib_month"],
                       nvme_usd_per_gib_month=v["nvme_usd_per_gib_month"]),
             SearchDataParallelFlags(data_parallel_size=_joined(v["data_parallel_size"]),

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kvledger.analyses.search.unit_cap import DEFAULT_MAX_GPUS_PER_REPLICA
 from kvledger.cli import bill_opts as bo
 from kvledger.cli.flag_groups import flag
 from kvledger.cli.link_flags import inter_node_link
@@ -93,6 +94,9 @@ class SearchRunFlags:
     exhaustive: bool = flag("--exhaustive", default=False, help=(
         "simulate every planned candidate; by default one whose analytic bounds prove it cannot win, be the "
         "runner-up or reach a frontier is decided by bound, unsimulated"))
+    max_gpus_per_replica: int = flag("--max-gpus-per-replica", default=DEFAULT_MAX_GPUS_PER_REPLICA, help=(
+        "prune candidates of more GPUs per replica (TP × DP ranks, or a disaggregated unit's) before planning; the "
+        "default is 2 nodes of the catalog's largest instance (8 GPUs)"))
     seeds: int = flag("--seeds", default=1, help=(
         "re-check the winner and the runner-up with seeds --seed to --seed+N−1 (1 to 64; 2(N−1) more capacity "
         "searches): their capacity and cost range and whether the winner stays first; the ranking is the first "

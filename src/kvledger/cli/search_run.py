@@ -1,6 +1,6 @@
 """How ``kvledger search`` runs its candidates: the run path of ``analyses/search/search_run.py`` (shared with
-``kvledger.search``) under a progress bar on a terminal, plain progress lines where stderr is not one, nothing under
---json."""
+``kvledger.search``) under a progress bar on a terminal, plain progress lines on stderr where stderr is not one or
+under --json (the document on stdout untouched)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ def search_run_of(r: SearchRunFlags) -> SearchRun:
     return SearchRun(workers=r.workers, backend=r.backend, ray_address=r.ray_address,
                      ledger=r.resume if r.resume is not None else r.ledger, resume=r.resume is not None,
                      exhaustive=r.exhaustive, seeds=r.seeds, offload=r.offload,
+                     max_gpus_per_replica=r.max_gpus_per_replica,
                      host_memory_usd_per_gib_month=r.host_memory_usd_per_gib_month,
                      nvme_usd_per_gib_month=r.nvme_usd_per_gib_month)
 
@@ -44,7 +45,8 @@ def run_candidates(spec: Any, axes: Any, r: SearchRunFlags) -> tuple[Any, list |
     """(the search's result, with --offload's tier variants ranked in; those variants or None) under a progress bar."""
     with _progress_bar(r.as_json) as bar:
         task = bar.add_task("search", total=None, status="planning")
-        plain = PlainProgress(enabled=not r.as_json and not sys.stderr.isatty())  # --json: no progress at all
+        # where the bar does not draw (stderr not a terminal, or --json): plain lines on stderr, never on stdout
+        plain = PlainProgress(enabled=r.as_json or not sys.stderr.isatty())
 
         def progress(entry: dict[str, Any], done: int, total: int, feasible: int, best: dict[str, Any] | None) -> None:
             say_failure(entry, bar.console)  # at once: a run a dying Ray node ends still names it

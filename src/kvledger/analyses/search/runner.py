@@ -31,6 +31,7 @@ from kvledger.analyses.search.rank import SearchResult, build_result
 from kvledger.analyses.search.ray_connect import check_ray_address
 from kvledger.analyses.search.screen import screen_candidate
 from kvledger.analyses.search.spec import Axes, Candidate, SearchSpec, make_candidates
+from kvledger.analyses.search.unit_cap import DEFAULT_MAX_GPUS_PER_REPLICA, cap_candidates, cap_note
 from kvledger.errors import InputError
 from kvledger.ranges import check_options
 
@@ -147,18 +148,20 @@ def _batches(spec: SearchSpec, cands: list, done: dict[str, Any], record: Any, e
 
 def run_search(spec: SearchSpec, axes: Axes, *, workers: int | None = 1, backend: str = "auto",
                ray_address: str | None = None, ledger: Path | None = None, resume: bool = False,
-               progress: Progress | None = None, exhaustive: bool = False) -> SearchResult:
+               progress: Progress | None = None, exhaustive: bool = False,
+               max_gpus_per_replica: int | None = DEFAULT_MAX_GPUS_PER_REPLICA) -> SearchResult:
     """Plan, bound, simulate, rank; returns the SearchResult. ``ledger`` is written as entries finish and rewritten in
     candidate order at the end; with ``resume`` its finished entries are kept (see the module docstring).
     ``exhaustive``: simulate every planned candidate, none decided by its bounds (``kvledger.analyses.search.prune``).
     ``workers`` None: ``default_workers`` of the candidates left to simulate (the CLI's default).
+    ``max_gpus_per_replica``: candidates of more GPUs per replica are pruned before planning (``unit_cap``; None: none).
 
     Raises:
         InputError / UnknownNameError: bad inputs (spec, axes, API row, backend), or a ledger of another search.
     """
     run = _backend(backend, 1 if workers is None else workers, ray_address)  # bad flags fail before any planning
     check_ray_address(ray_address)  # a HOST:PORT nobody listens on, refused in seconds (Ray retries it for minutes)
-    cands = plan_candidates(spec, axes)
+    cands, over = cap_candidates(plan_candidates(spec, axes), max_gpus_per_replica)
     header = ledger_header(spec, cands)
     done = resumable_entries(ledger, header) if resume and ledger is not None else {}
     fh = None
@@ -199,4 +202,5 @@ def run_search(spec: SearchSpec, axes: Axes, *, workers: int | None = 1, backend
 
     result = build_result(spec, entries)
     result.notes += axis_notes(spec.model, axes)  # --enable-expert-parallel at TP 1: vLLM ignores it
+    result.notes += [n for n in (cap_note(over, max_gpus_per_replica),) if n is not None]
     return result

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kvledger.analyses.search.unit_cap import CAP_FLAG, DEFAULT_MAX_GPUS_PER_REPLICA
+
 __all__ = ["SearchRun", "check_gpus", "run_candidates", "answer_status"]
 
 
@@ -30,6 +32,7 @@ class SearchRun:
     offload: str | None = None
     host_memory_usd_per_gib_month: float | None = None
     nvme_usd_per_gib_month: float | None = None
+    max_gpus_per_replica: int | None = DEFAULT_MAX_GPUS_PER_REPLICA  # unit_cap: candidates over it are pruned
 
 
 def _check_wddm_gpus(gpus: tuple[str, ...], wddm: bool) -> None:
@@ -76,15 +79,17 @@ def run_candidates(spec: Any, axes: Any, r: SearchRun, progress: Progress | None
 
         raise InputError("--seeds re-checks the winner's own capacity search, which --offload's do not run alone")
     result = run_search(spec, axes, workers=r.workers, backend=r.backend, ray_address=r.ray_address, ledger=r.ledger,
-                        resume=r.resume, progress=progress, exhaustive=r.exhaustive)
+                        resume=r.resume, progress=progress, exhaustive=r.exhaustive,
+                        max_gpus_per_replica=r.max_gpus_per_replica)
     variants = None
     if with_tiers:  # tier variants ranked with the rest (tier_entries.py)
         from kvledger.analyses.search.axis_notes import axis_notes
         from kvledger.analyses.search.rank import build_result
 
         variants = offload_pass(spec, result.entries, tiers, prices)
+        capped = [n for n in result.notes if n.startswith(CAP_FLAG)]
         result = build_result(spec, result.entries + variants)
-        result.notes += axis_notes(spec.model, axes)  # as run_search adds them
+        result.notes += axis_notes(spec.model, axes) + capped  # as run_search adds them
     if r.seeds > 1:  # the winner and the runner-up per seed (seed_check.py)
         from kvledger.analyses.search.seed_check import attach_seed_check
 
