@@ -16,7 +16,7 @@ from kvledger.report.goodput_rows import (
     single_answer,
     tool_goodput_text,
 )
-from kvledger.report.probe_cells import probe_attainment, probe_verdict
+from kvledger.report.probe_cells import probe_attainment, probe_verdict, target_words
 from kvledger.report.run_warnings import is_warning, run_warnings
 from kvledger.report.validation_figures import fmt_rate
 
@@ -133,7 +133,7 @@ def print_goodput(results: list[GoodputResult], boundary: BoundaryResult | None,
         con.print(f"[bold yellow]warning[/]: {escape(run + line)}")
     for line in run_warnings(results):  # what the reader found missing, before the figures that rest on it
         con.print(f"[bold yellow]warning[/]: {escape(line)}")
-    con.print(f"SLO: {escape(slo_text)}")
+    con.print(f"SLO: {escape(slo_text)}" + (f"; target {target_words(boundary.target)}" if boundary else ""))
     con.print(goodput_table(results))
     con.print(escape(LEGEND))
     shared = _shared_notes(results)
@@ -256,7 +256,7 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
             con.print(f"[bold]warning[/]: {escape(n.removeprefix('not steady: '))}")
         elif sb.seed_spread is not None and n == sb.seed_spread.note:  # the draw moves the answer: said here
             con.print(f"[bold]seed spread[/]: {escape(n)}")
-    con.print(f"SLO: {escape(first)}; target attainment ≥ {sb.target:.0%}; search on {sb.axis}, "
+    con.print(f"SLO: {escape(first)}; target attainment {target_words(sb.target)}; search on {sb.axis}, "
               f"{sb.num_requests_per_probe:,} requests per probe" + (f"\n{escape(rest)}" if rest else ""))
     short = {"request_rate": "rate/s", "concurrency": "users", "max_num_seqs": "seqs"}[sb.axis]
     units = _units(sb)

@@ -8,6 +8,7 @@ from typing import Any
 from kvledger.analyses.search.load import has_load, volume_given
 from kvledger.analyses.search.reasons import NO_INSTANCE, NO_INSTANCE_DP, NO_PRICE_ROW
 from kvledger.ledgers.volume_rate import given_clause
+from kvledger.report.probe_cells import target_words
 from kvledger.report.run_warnings import is_warning
 from kvledger.report.search_answer import api_line, api_verdict, no_winner_line, tie_line, winner_line
 
@@ -93,9 +94,9 @@ def _legend(result: Any) -> str:
     sp = result.spec
     util = (f"{sp.utilization:.0%} utilization" if sp.utilization is not None
             else "the utilization the sizing realizes (offered load ÷ SLO capacity of the replicas rented)")
-    return (f"req/s: SLO capacity per replica, the highest simulated offered rate with ≥ {sp.target:.0%} of requests "
-            f"within {sp.slo} (as goodput --target prints; the good req/s there, offered × attainment, is "
-            "goodput_req_per_s in --json, what the cost is priced at, as cost --simulate's; its "
+    return ("req/s: SLO capacity per replica, the highest simulated offered rate with "
+            f"{target_words(sp.target, sp.slo)} (as goodput --target prints; the good req/s there, offered × "
+            "attainment, is goodput_req_per_s in --json, what the cost is priced at, as cost --simulate's; its "
             "goodput_at_boundary_req_per_s counts the probe from first arrival to last finish, the drain included, "
             "so it can be lower; "
             f"{_per_probe(sp)}, "
