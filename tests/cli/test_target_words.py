@@ -42,5 +42,5 @@ def test_search_says_it_once():
                   "5", "--target", "0.99", "--workers", "1")
     assert res.exit_code == 0, res.output
     assert res.stdout.count(SAYS) == 1
-    assert ("the highest simulated offered rate with ≥ 99% of requests meeting every SLO limit of "
-            "ttft=500ms,tpot=50ms together (not a p99 of each)") in res.stdout
+    assert res.stdout.startswith("kvledger search: meta-llama/Llama-3.1-8B, SLO ttft=500ms,tpot=50ms for ≥ 99% of "
+                                 "requests meeting every SLO limit together (not a p99 of each); 1 candidate")

@@ -94,9 +94,9 @@ def _legend(result: Any) -> str:
     sp = result.spec
     util = (f"{sp.utilization:.0%} utilization" if sp.utilization is not None
             else "the utilization the sizing realizes (offered load ÷ SLO capacity of the replicas rented)")
-    return ("req/s: SLO capacity per replica, the highest simulated offered rate with "
-            f"{target_words(sp.target, sp.slo)} (as goodput --target prints; the good req/s there, offered × "
-            "attainment, is goodput_req_per_s in --json, what the cost is priced at, as cost --simulate's; its "
+    return (f"req/s: SLO capacity per replica, the highest simulated offered rate with ≥ {sp.target:.0%} of requests "
+            f"within {sp.slo} (as goodput --target prints; the good req/s there, offered × attainment, is "
+            "goodput_req_per_s in --json, what the cost is priced at, as cost --simulate's; its "
             "goodput_at_boundary_req_per_s counts the probe from first arrival to last finish, the drain included, "
             "so it can be lower; "
             f"{_per_probe(sp)}, "
@@ -227,8 +227,7 @@ def _screening(con: Any, result: Any, verbose: bool) -> None:
 
 
 def print_launch(con: Any, cid: str, cmd: dict[str, str], title: str) -> None:
-    """The launch commands ``cmd`` (``launch.launch_for``) of candidate ``cid`` and the ``kvledger plan`` line that
-    re-derives its pool."""
+    """Candidate ``cid``'s launch commands ``cmd`` (``launch.launch_for``) and its ``kvledger plan`` (its KV pool)."""
     from rich.markup import escape
 
     con.print(escape(f"{title}: {cid}"))
@@ -249,7 +248,7 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
     sp = result.spec
     feas = len(result.ranking)
     quant = f" (vLLM --quantization {sp.quantization})" if getattr(sp, "quantization", None) else ""
-    con.print(escape(f"kvledger search: {sp.model}{quant}, SLO {sp.slo} for {sp.target:.0%} of requests; "
+    con.print(escape(f"kvledger search: {sp.model}{quant}, SLO {sp.slo} for {target_words(sp.target)}; "
                      f"{len(result.entries)} candidate{'' if len(result.entries) == 1 else 's'}, {feas} feasible"
                      + given_clause(volume_given(sp))))  # a volume typed per day or hour
     for n in result.notes:  # the GPU profile's warnings first (poor fit, not recommended), as simulate prints them
