@@ -11,29 +11,29 @@ from kvledger.report.probe_cells import target_words
 
 GUIDELLM = str(Path(__file__).resolve().parents[1] / "evidence" / "data" / "guidellm"
                / "llmd_fixture_guidellm_report_v2_mockserver.json")
-SAYS = "of requests meeting every SLO limit"
+SAYS = "of requests within all limits"
 
 
 def test_the_words():
     # 0.99 → "≥ 99%" and "p99"; 0.995 → 99.5 in full (":.0%" would print 100%)
-    assert target_words(0.99) == "≥ 99% of requests meeting every SLO limit together (not a p99 of each)"
-    assert target_words(0.9, "ttft=1s") == ("≥ 90% of requests meeting every SLO limit of ttft=1s together (not a p90 "
+    assert target_words(0.99) == "≥ 99% of requests within all limits at once (not a p99 of each)"
+    assert target_words(0.9, "ttft=1s") == ("≥ 90% of requests within all limits of ttft=1s at once (not a p90 "
                                             "of each)")
-    assert target_words(0.995) == "≥ 99.5% of requests meeting every SLO limit together (not a p99.5 of each)"
+    assert target_words(0.995) == "≥ 99.5% of requests within all limits at once (not a p99.5 of each)"
 
 
 def test_goodput_says_it_once_on_measured_runs_and_in_a_simulation():
     res = run_cli("goodput", GUIDELLM, "--slo", "ttft=500ms,tpot=50ms", "--target", "0.9")
     assert res.exit_code == 0, res.output
     assert res.stdout.count(SAYS) == 1
-    assert "SLO: ttft ≤ 500.00 ms" in res.stdout and "; target ≥ 90% of requests meeting every SLO limit together " \
+    assert "SLO: ttft ≤ 500.00 ms" in res.stdout and "; target ≥ 90% of requests within all limits at once " \
                                                       "(not a p90 of each)" in res.stdout
     sim = run_cli("goodput", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--num-requests", "60",
                   "--prompt-lengths", "fixed:512", "--output-lengths", "fixed:64", "--slo", "ttft=500ms,tpot=50ms",
                   "--target", "0.99")
     assert sim.exit_code == 0, sim.output
     assert sim.stdout.count(SAYS) == 1
-    assert "target attainment ≥ 99% of requests meeting every SLO limit together (not a p99 of each)" in sim.stdout
+    assert "target attainment ≥ 99% of requests within all limits at once (not a p99 of each)" in sim.stdout
 
 
 def test_search_says_it_once():
@@ -43,4 +43,4 @@ def test_search_says_it_once():
     assert res.exit_code == 0, res.output
     assert res.stdout.count(SAYS) == 1
     assert res.stdout.startswith("kvledger search: meta-llama/Llama-3.1-8B, SLO ttft=500ms,tpot=50ms for ≥ 99% of "
-                                 "requests meeting every SLO limit together (not a p99 of each); 1 candidate")
+                                 "requests within all limits at once (not a p99 of each); 1 candidate")

@@ -88,7 +88,7 @@ def test_search_restates_a_daily_volume_in_its_header_and_json():
     words = "100M tokens/day × 30.42 days = 3.04B tokens/month"
     head = run_cli(*args).stdout.splitlines()[0]
     assert head.startswith("kvledger search: meta-llama/Llama-3.1-8B, SLO ttft=2s,tpot=100ms for ≥ 90% of requests "
-                           "meeting every SLO limit together (not a p90 of each); "
+                           "within all limits at once (not a p90 of each); "
                            "1 candidate, 1 feasible") and head.endswith(f"; {words}")
     assert cli_json(*args)["volume_given"] == words
     assert "volume_given" not in cli_json(*args[:-1], "3.0416667e9")  # typed per month: nothing to restate

@@ -27,8 +27,8 @@ def probe_verdict(pr: Any) -> str:
 
 
 def target_words(target: float, slo: str | None = None) -> str:
-    """``≥ 99% of requests meeting every SLO limit together (not a p99 of each)`` for ``target`` 0.99 (``slo``: the
-    limits' text, named after "limit"), said once where goodput and search state the target.
+    """``≥ 99% of requests within all limits at once (not a p99 of each)`` for ``target`` 0.99 (``slo``: the limits'
+    text, named after "limits"), said once where goodput and search state the target.
 
     The share of requests that meet every SLO limit at once (``ledgers.goodput``: a request is good when its TTFT,
     TPOT and every other limit given are all within), not a percentile of each metric: ``--target 0.99`` is 99% of
@@ -36,4 +36,4 @@ def target_words(target: float, slo: str | None = None) -> str:
     meet both)."""
     of = f" of {slo}" if slo else ""
     pct = f"{100 * target:.4g}"  # 0.995: 99.5, not the 100% that :.0% rounds it to
-    return f"≥ {pct}% of requests meeting every SLO limit{of} together (not a p{pct} of each)"
+    return f"≥ {pct}% of requests within all limits{of} at once (not a p{pct} of each)"
