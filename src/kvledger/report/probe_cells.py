@@ -26,14 +26,13 @@ def probe_verdict(pr: Any) -> str:
     return "queue grew" if pr.queue_grew else "too short" if pr.too_short else "misses"
 
 
-def target_words(target: float, slo: str | None = None) -> str:
-    """``≥ 99% of requests within all limits at once (not a p99 of each)`` for ``target`` 0.99 (``slo``: the limits'
-    text, named after "limits"), said once where goodput and search state the target.
+def target_words(target: float) -> str:
+    """``≥ 99% of requests within all limits at once (not a p99 of each)`` for ``target`` 0.99, said once where
+    goodput and search state the target.
 
     The share of requests that meet every SLO limit at once (``ledgers.goodput``: a request is good when its TTFT,
     TPOT and every other limit given are all within), not a percentile of each metric: ``--target 0.99`` is 99% of
     requests good, not a p99 TTFT and a p99 TPOT (two p99 limits can each hold while fewer than 99% of requests
     meet both)."""
-    of = f" of {slo}" if slo else ""
     pct = f"{100 * target:.4g}"  # 0.995: 99.5, not the 100% that :.0% rounds it to
-    return f"≥ {pct}% of requests within all limits{of} at once (not a p{pct} of each)"
+    return f"≥ {pct}% of requests within all limits at once (not a p{pct} of each)"
