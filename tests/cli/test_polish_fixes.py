@@ -51,7 +51,9 @@ def test_an_override_of_one_block_names_vllms_null_block_not_a_model_that_does_n
 @pytest.mark.parametrize("change,served", [
     ({"_name_or_path": "my-org/llama-3b-ft"}, "my-org/llama-3b-ft"),  # the config names its checkpoint
     ({}, "meta-llama/Llama-3.2-3B"),  # a copy of the bundled config: its Hub id
-    ({"max_position_embeddings": 65536}, None),  # neither: the file's folder, and the note says to point it elsewhere
+    # the bundled config but for a context-length key: its Hub id, the key passed at launch (test_longctx_launch)
+    ({"max_position_embeddings": 65536}, "meta-llama/Llama-3.2-3B"),
+    ({"num_hidden_layers": 20}, None),  # neither (another architecture): a placeholder, the note says to fill it in
 ])
 def test_search_serves_a_checkpoint_not_a_bare_config_file(tmp_path, change, served):
     # vllm serve and SGLang's --model-path load a Hub id or a checkpoint folder, never a lone config .json
@@ -63,11 +65,11 @@ def test_search_serves_a_checkpoint_not_a_bare_config_file(tmp_path, change, ser
     res = _run("search", str(cfg), "--slo", "ttft=2s,tpot=100ms", "--gpus", "H100", "--tp", "1", "--max-model-len",
                "8K", "--show-command", "H100:tp1:kv-auto", "--json")
     launch = json.loads(res.stdout)["launch"]
-    served = served or str(tmp_path)
-    assert launch["vllm"].startswith(f"vllm serve {served} ") and f"--model-path {served} " in launch["sglang"]
-    assert launch["check"].startswith(f"kvledger plan {cfg} ") and str(cfg) not in launch["vllm"]
+    shown = served or f"'<checkpoint of {cfg}>'"  # no Hub id to be known: a placeholder, never the weightless folder
+    assert launch["vllm"].startswith(f"vllm serve {shown} ") and f"--model-path {shown} " in launch["sglang"]
+    assert launch["check"].startswith(f"kvledger plan {cfg} ") and f"serve {tmp_path} " not in launch["vllm"]
     assert "config file standing in for a checkpoint" in launch["note"]
-    assert ("point them at the checkpoint" in launch["note"]) == (served == str(tmp_path))
+    assert ("its Hub id cannot be known" in launch["note"]) == (served is None)
 
 
 @pytest.mark.parametrize("change", [{}, {"_name_or_path": "meta-llama/Llama-3.2-3B"}])

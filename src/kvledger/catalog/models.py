@@ -17,7 +17,8 @@ from kvledger.catalog.jsonload import load_json_file
 from kvledger.catalog.modelspec import ModelSpec, parse_config
 from kvledger.errors import KvLedgerError, UnknownNameError, suggest
 
-__all__ = ["load_model", "bundled_models", "resolve_bundled", "near_models", "bundled_id_of_config", "published_hub_id",
+__all__ = ["load_model", "bundled_models", "resolve_bundled", "near_models", "bundled_id_of_config", "bundled_config",
+           "published_hub_id",
            "StatedParams", "stated_params", "BundledModel"]
 
 _DATA = resources.files("kvledger.catalog") / "data" / "models"
@@ -115,9 +116,14 @@ def published_hub_id(name: str) -> str | None:
 def bundled_id_of_config(raw: object) -> str | None:
     """The HF id of the bundled config whose JSON equals ``raw`` (a copy of a bundled file), or None."""
     for bm in bundled_models():
-        if load_json_file(Path(str(_DATA / bm.file))) == raw:
+        if bundled_config(bm) == raw:
             return bm.hf_id
     return None
+
+
+def bundled_config(bm: BundledModel) -> object:
+    """The bundled config file of ``bm`` as parsed JSON."""
+    return load_json_file(Path(str(_DATA / bm.file)))
 
 
 @lru_cache(maxsize=1)

@@ -24,7 +24,9 @@ from kvledger.accounting.vllm_all2all import all2all_launch
 from kvledger.analyses.search.launch_len import launch_len_note
 from kvledger.analyses.search.launch_nodes import on_nodes
 from kvledger.analyses.search.reasons import PRICE_REASONS
+from kvledger.analyses.search.serve_model import serve_model, serve_model_id, serve_target
 from kvledger.analyses.serving.retention_flag import launch_words
+from kvledger.catalog.config_overrides import overrides_json
 
 __all__ = ["launch_commands", "CandidateCommands", "candidate_commands", "serve_model_id", "serve_model", "launch_for",
            "SGLANG_KV_DTYPES"]
@@ -44,8 +46,10 @@ NIXL_CONFIG = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
 
 
 def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | None,
-            engine_version: str | None, plan_model: str) -> tuple[list[str], list[str], list[str]]:
-    """(vllm serve words, SGLang words, kvledger plan words) for one engine with plan figures ``p``."""
+            engine_version: str | None, plan_model: str,
+            overrides: dict[str, Any] | None) -> tuple[list[str], list[str], list[str]]:
+    """(vllm serve words, SGLang words, kvledger plan words) for one engine with plan figures ``p``; ``overrides``:
+    the config keys the served checkpoint takes at launch (``catalog.config_overrides``)."""
     length = p.get("launch_max_model_len", p["max_model_len"])  # lowered where the default may not start (launch_len)
     flags = ["--tensor-parallel-size", str(tp), "--max-model-len", str(length),
              "--gpu-memory-utilization", f"{p['gpu_memory_utilization']:g}", "--kv-cache-dtype", p["kv_cache_dtype"],
@@ -60,11 +64,14 @@ def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | N
     env, retention = launch_words(p.get("prefix_cache_retention_interval"), engine_version)  # 0.23–0.28: the env
     deprecated = ["--allow-deprecated-quantization"] if p.get("allow_deprecated_quantization") else []  # vLLM only
     a2a_env, vflags = all2all_launch(engine_version, flags)  # before 0.11.1 the backend is VLLM_ALL2ALL_BACKEND
-    vllm = [*env, *a2a_env, "vllm", "serve", model_id, *vflags, *retention, *deprecated]  # not plan flags: check leaves
+    over = overrides_json(overrides) if overrides else None  # the same JSON object for both engines
+    vllm = [*env, *a2a_env, "vllm", "serve", model_id, *(["--hf-overrides", over] if over else []), *vflags,
+            *retention, *deprecated]  # not plan flags: check leaves
     check = ["kvledger", "plan", plan_model, "--gpu", gpu_id, *flags] + (["--engine-version", engine_version]
                                                                        if engine_version else []) + (
         ["--wddm"] if p.get("wddm") else [])
-    sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp-size", str(tp * dp),
+    sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id,
+              *(["--json-model-override-args", over] if over else []), "--tp-size", str(tp * dp),
               *(["--dp-size", str(dp), "--enable-dp-attention"] if dp > 1 else []),
               "--context-length", str(length), "--kv-cache-dtype", SGLANG_KV_DTYPES.get(p["kv_cache_dtype"], "auto"),
               "--max-running-requests", str(p["max_num_seqs"]), "--chunked-prefill-size",
@@ -77,7 +84,8 @@ def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | N
 
 
 def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_version: str | None = None, *,
-                    plan_model: str | None = None, model_note: str | None = None) -> dict[str, str]:
+                    plan_model: str | None = None, model_note: str | None = None,
+                    overrides: dict[str, Any] | None = None) -> dict[str, str]:
     """``{"vllm": …, "sglang": …, "check": …, "note": …}`` for one planned candidate's ledger entry (a disaggregated
     unit gets one line per pool, prefixed ``prefill ×P:`` / ``decode ×D:``), with ``max_model_len_note`` when the lines
     carry a --max-model-len below the model's default (``launch_len``: the default may not start).
@@ -90,6 +98,8 @@ def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_ve
         engine_version: the vLLM version whose rules the plan used, when the user fixed one.
         plan_model, model_note: the model as given to kvledger (for the check line; default ``model_id``) and why the
             engine commands name another (``serve_model``).
+        overrides: config keys the engine commands pass at launch (``--hf-overrides``, SGLang's
+            ``--json-model-override-args``): a config file that is a bundled checkpoint but for those keys.
     """
     plan_model = plan_model or model_id
     extra = f"; {model_note}" if model_note else ""
@@ -109,8 +119,7 @@ def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_ve
                         f"simulated: the vLLM command's {dp} DP ranks in lock-step are")
     if not entry.get("prefill_replicas"):
         vllm, sglang, check = _engine(model_id, gpu_id, entry["tp"], p, entry.get("enable_prefix_caching"),
-                                      engine_version,
-                                      plan_model)
+                                      engine_version, plan_model, overrides)
         vl, sg, nodes = on_nodes(vllm, sglang, p) if p.get("nnodes", 1) > 1 else (_join(vllm), _join(sglang), "")
         out = {"vllm": vl, "sglang": sg, "check": _join(check),
                "note": f"the plan follows {version}: {p['num_gpu_blocks']:,} KV blocks of {p['block_size']} tokens "
@@ -120,7 +129,7 @@ def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_ve
     lines: dict[str, list[str]] = {"vllm": [], "sglang": [], "check": []}
     for role, tp, plan, n in (("prefill", entry["tp"], p, entry["prefill_replicas"]),
                               ("decode", entry["decode_tp"], entry["decode_plan"], entry["decode_replicas"])):
-        vllm, sglang, check = _engine(model_id, gpu_id, tp, plan, None, engine_version, plan_model)
+        vllm, sglang, check = _engine(model_id, gpu_id, tp, plan, None, engine_version, plan_model, overrides)
         lines["vllm"].append(f"{role} ×{n}: " + _join(vllm + ["--kv-transfer-config", NIXL_CONFIG]))
         lines["sglang"].append(f"{role} ×{n}: " + _join(sglang + ["--disaggregation-mode", role]))
         lines["check"].append(f"{role}: " + _join(check))
@@ -143,9 +152,9 @@ def _pool_scope(tp: int, dp: int) -> str:
 
 def launch_for(model: str, gpu_id: str, entry: dict[str, Any], engine_version: str | None = None) -> dict[str, str]:
     """``launch_commands`` for the model as the user gave it (bundled name, Hub id or config path; ``serve_model``)."""
-    model_id, note = serve_model(model)
-    out = launch_commands(model_id, gpu_id, entry, engine_version, plan_model=model if note else None,
-                          model_note=note)
+    target = serve_target(model)
+    out = launch_commands(target.model, gpu_id, entry, engine_version, plan_model=model if target.note else None,
+                          model_note=target.note, overrides=target.overrides)
     wide = entry["tp"] * (entry.get("data_parallel_size") or 1)  # SGLang's line: DP attention in one TP group
     refused = _sglang_refusal(model, (wide, entry.get("decode_tp") or wide))
     if refused:  # vLLM starts this candidate (its rules were simulated), SGLang does not: no SGLang line to run
@@ -194,66 +203,6 @@ def _sglang_refusal(model: str, tps: tuple[int, ...]) -> str | None:
         except InputError as err:
             return str(err)
     return None
-
-
-def serve_model_id(model: str) -> str:
-    """The id to put in a launch command: the Hub id the user gave (as published), the bundled config's Hub
-    repository for a bare alias, else the name as given."""
-    return serve_model(model)[0]
-
-
-def serve_model(model: str) -> tuple[str, str | None]:
-    """(the model to put in ``vllm serve`` / ``--model-path``, a note when that differs from what the user gave).
-
-    Both engines load a checkpoint (a Hub id or a folder with config.json, tokenizer and weights), never a bare config
-    file: a file named config.json is a checkpoint's own, so its folder (a fine-tune keeps its base's config and often
-    its ``_name_or_path``: serving those would serve the base); another config file becomes its ``_name_or_path``
-    when it names one, else the Hub id of the bundled config it is a copy of, else its folder, and the note says which
-    (the ``kvledger plan`` check line keeps the file).
-    """
-    from pathlib import Path
-
-    from kvledger.catalog.models import load_model, published_hub_id
-
-    spec = load_model(model)
-    if spec.catalog_id:  # the Hub id typed (an Instruct twin is another checkpoint); a bare alias: the catalog's
-        return published_hub_id(model) or spec.catalog_id, None
-    path = Path(model).expanduser()
-    if not path.is_file():
-        return model, None
-    from kvledger.catalog.jsonload import load_json_file
-
-    folder = str(path.parent)
-    if path.name == "config.json" and not _holds_weights(path.parent):  # a config alone: no folder to serve
-        return f"<checkpoint of {model}>", (
-            f"{model} is a config.json alone (its folder {folder} holds no weights): in the engine commands put the "
-            f"checkpoint's path or Hub id in place of <checkpoint of {model}>; the check line plans the file itself")
-    if path.name == "config.json":  # a checkpoint's own config: its folder, even where it copies a bundled config or
-        # names a base model in _name_or_path (a fine-tune keeps both from its base: serving those serves the base)
-        return folder, (f"{model} is a checkpoint's config.json: the engine commands name its folder {folder}, which "
-                        "must also hold the tokenizer and weights; the check line plans the file itself")
-    raw = load_json_file(path)
-    shown = raw.get("_name_or_path")
-    if isinstance(shown, str) and 0 < len(shown) <= 255:
-        return shown, (f"{model} is a config file standing in for a checkpoint: the engine commands serve its "
-                       f"_name_or_path {shown!r}; the check line plans the file itself")
-    from kvledger.catalog.models import bundled_id_of_config
-
-    if (hf_id := bundled_id_of_config(raw)) is not None:
-        return hf_id, (f"{model} is a config file standing in for a checkpoint: it is the bundled config of {hf_id}, "
-                       "which the engine commands serve; the check line plans the file itself")
-    return folder, (f"{model} is a config file standing in for a checkpoint: the engine commands name its folder "
-                    f"{folder} — point them at the checkpoint (a Hub id, or a folder with config.json, tokenizer and "
-                    f"weights); the check line plans the file itself")
-
-
-#: the files a checkpoint keeps its weights in (Hugging Face safetensors or PyTorch bins, sharded or not; GGUF)
-_WEIGHT_GLOBS = ("*.safetensors", "*.safetensors.index.json", "*.bin", "*.bin.index.json", "*.pt", "*.gguf")
-
-
-def _holds_weights(folder: Any) -> bool:
-    """Whether ``folder`` (a Path) holds a checkpoint's weights, so an engine can load it (``_WEIGHT_GLOBS``)."""
-    return any(next(folder.glob(pattern), None) is not None for pattern in _WEIGHT_GLOBS)
 
 
 @dataclass(frozen=True)
