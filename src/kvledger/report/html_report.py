@@ -122,11 +122,23 @@ def _answer(data: ReportData) -> str:
         effective_cost_line(c["sticker"]) if "throughput_output_tok_per_s" in c["sticker"] else "",
         break_even_text(c),
         *([f"Error band: {c['error_band']['text']}."] if c.get("error_band") else []),
-        f"Concurrency: {conc.get(8192, '—')} requests at 8K tokens, {conc.get(131072, '—')} at 128K (KV capacity).",
+        _concurrency_line(conc, inp.get("workload_contexts")),
         _kv_range_line(data.plan["memory"]),
     ]
     lines = [x for x in lines if x]
     return '<div class="answer" id="answer">' + "".join(f"<p>{escape(x)}</p>" for x in lines) + "</div>"
+
+
+def _concurrency_line(conc: dict[int, str], wl: dict[str, int] | None) -> str:
+    """Requests the KV pool holds at once (the plan's rows): at the workload's mean and max prompt + output
+    (``report_workload.workload_contexts``) where it has its own lengths, else at the fixed 8K and 128K levels."""
+    if not wl:
+        return (f"Concurrency: {conc.get(8192, '—')} requests at 8K tokens, {conc.get(131072, '—')} at 128K "
+                "(KV capacity).")
+    mean, top = wl["mean_tokens"], wl["max_tokens"]
+    at = (f"{conc.get(mean, '—')} requests at its {mean:,} tokens (every request's)" if mean == top else
+          f"{conc.get(mean, '—')} requests at its mean {mean:,} tokens, {conc.get(top, '—')} at its max {top:,}")
+    return f"Concurrency at this workload's lengths (prompt + output per request): {at} (KV capacity)."
 
 
 def _kv_range_line(m: dict[str, Any]) -> str:

@@ -18,7 +18,13 @@ from typing import Any
 from kvledger.analyses.serving.cost_curves import utilization_curve, volume_curve
 from kvledger.analyses.serving.engine_compare import BASELINES, engine_savings, skipped_row
 from kvledger.analyses.serving.report_data import ReportData
-from kvledger.analyses.serving.report_workload import CONTEXTS, report_commands, report_synthetic
+from kvledger.analyses.serving.report_workload import (
+    CONTEXTS,
+    plan_contexts,
+    report_commands,
+    report_synthetic,
+    workload_contexts,
+)
 from kvledger.ledgers.host_bill import DEFAULT_TEAM_CAPABILITY
 from kvledger.ranges import check_options
 
@@ -85,7 +91,8 @@ def sim_args(req: ReportRequest, **over: Any):
 
 
 def build_plan_section(req: ReportRequest) -> dict[str, Any]:
-    """``kvledger plan MODEL --gpu GPU --context 1K,…,128K --json`` for the request's engine settings (SGLang's plan
+    """``kvledger plan MODEL --gpu GPU --context 1K,…,128K --json`` (with a synthetic workload's mean and max prompt +
+    output among the contexts: ``plan_contexts``) for the request's engine settings (SGLang's plan
     under ``policy`` sglang, whose pool the simulator then runs: sim_setup)."""
     from kvledger.accounting.plan import build_plan
     from kvledger.accounting.settings import make_settings
@@ -99,7 +106,7 @@ def build_plan_section(req: ReportRequest) -> dict[str, Any]:
                                    e.get("engine_version"))  # as the release reads it, as the simulation's plan
     settings = make_settings(engine=engine, engine_version=e.get("engine_version"), tp=e.get("tp") or 1,
                              max_model_len=mml, auto_max_model_len=auto or None,
-                             contexts=CONTEXTS, gpu_memory_utilization=e.get("gpu_memory_utilization"),
+                             contexts=plan_contexts(req), gpu_memory_utilization=e.get("gpu_memory_utilization"),
                              kv_cache_dtype=e.get("kv_cache_dtype") or "auto", quantization=e.get("quantization"),
                              max_num_seqs=e.get("max_num_seqs"), wddm=bool(e.get("wddm")),
                              allreduce_link_share=e.get("allreduce_link_share"),
@@ -282,7 +289,8 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
                         sim=sim, capacity=cap, inputs=inputs)
     say("latency sweep and engine comparisons")
     runs, base = _runs_after_capacity(req, cap, slo, pool), _summary_row(sim, slo, cap.sizing_req_per_s)
-    return ReportData(inputs={**asdict(req), "slo_text": slo.describe(), **_no_trace_read(req),
+    wl = {"workload_contexts": w} if (w := workload_contexts(req)) else {}  # the answer's concurrency line states
+    return ReportData(inputs={**asdict(req), "slo_text": slo.describe(), **_no_trace_read(req), **wl,
                               "gpu_price_choice": how(_billed_packing(cost.report, setup))}, plan=plan,
                       cost=cost.payload, rate_sweep=_sweep(base, runs) if req.with_sweep else None,
                       engine_savings=engine_savings(cap, base, runs) if req.with_engine_savings else None,

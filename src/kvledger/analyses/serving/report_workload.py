@@ -11,7 +11,7 @@ from typing import Any
 from kvledger.errors import InputError
 from kvledger.ranges import check_options
 
-__all__ = ["CONTEXTS", "report_synthetic", "workload_flags", "report_commands"]
+__all__ = ["CONTEXTS", "report_synthetic", "workload_flags", "report_commands", "workload_contexts", "plan_contexts"]
 
 CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 """Context lengths (tokens) of the report's concurrency figure and its plan command; 8K and 128K are the two the
@@ -48,6 +48,25 @@ def report_synthetic(req: Any) -> Any:
     return SyntheticSpec(prompt, output, 1.0 if cv is None else cv)
 
 
+def workload_contexts(req: Any) -> dict[str, int] | None:
+    """``{"mean_tokens": …, "max_tokens": …}``: the mean (rounded up to a whole token) and the largest prompt + output
+    of the report's synthetic requests (``num_requests`` drawn with ``seed``: the lengths every probe runs, whatever
+    its rate), whose concurrency the report states; None for a trace (the fixed 8K and 128K levels then)."""
+    import math
+
+    spec = report_synthetic(req)
+    if spec is None:
+        return None
+    contexts = [r.num_prompt_tokens + r.num_output_tokens for r in spec.requests(req.num_requests, 1.0, req.seed)]
+    return {"mean_tokens": math.ceil(sum(contexts) / len(contexts)), "max_tokens": max(contexts)}
+
+
+def plan_contexts(req: Any) -> tuple[int, ...]:
+    """The plan section's contexts: ``CONTEXTS`` and the workload's mean and max (``workload_contexts``), tokens."""
+    extra = (workload_contexts(req) or {}).values()
+    return tuple(sorted(set(CONTEXTS) | set(extra)))
+
+
 def workload_flags(req: Any) -> str:
     """`` --trace NAME`` or `` --prompt-lengths P --output-lengths O`` (`` --arrival-cv X`` where given), then
     `` --num-requests N --seed S``: the workload as ``cost``, ``goodput`` and ``simulate`` take it."""
@@ -57,6 +76,11 @@ def workload_flags(req: Any) -> str:
         head = "".join(f" --{k.replace('_', '-')} {shlex.quote(str(getattr(req, k)))}"
                        for k in ("prompt_lengths", "output_lengths", "arrival_cv") if getattr(req, k) is not None)
     return f"{head} --num-requests {req.num_requests} --seed {req.seed}"
+
+
+def _k(tokens: int) -> str:
+    """``8K`` for a whole number of 1,024 tokens, else the tokens as digits (``plan --context`` reads both)."""
+    return f"{tokens // 1024}K" if tokens % 1024 == 0 else str(tokens)
 
 
 def _flag(k: str, v: Any) -> str:
@@ -86,7 +110,7 @@ def report_commands(req: Any, gpu_price: str) -> dict[str, str]:
     wl = workload_flags(req) + eng
     m, g, slo = shlex.quote(req.model), shlex.quote(req.gpu), shlex.quote(req.slo)
     return {
-        "plan": f"kvledger plan {m} --gpu {g} --context {','.join(f'{c // 1024}K' for c in CONTEXTS)}{plan_eng} --json",
+        "plan": f"kvledger plan {m} --gpu {g} --context {','.join(_k(c) for c in plan_contexts(req))}{plan_eng} --json",
         "cost": (f"kvledger cost --simulate {m} --gpu {g}{wl} --slo {slo} "
                  f"--max-utilization {req.max_utilization!r}{gpu_price}{_bill_flags(req)} --target {req.target:g} "
                  "--json"),
