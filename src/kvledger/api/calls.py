@@ -22,7 +22,12 @@ def plan(model: str, gpu: str, *, engine: str = "vllm", engine_version: str | No
          max_num_seqs: int | None = None, block_size: int | None = None, enable_prefix_caching: bool | None = None,
          gpu_profile: str | None = None, enable_expert_parallel: bool = False, data_parallel_size: int | None = None,
          enable_dp_attention: bool = False, all2all_backend: str | None = None, nnodes: int = 1,
-         inter_node_link: str | None = None) -> PlanResult:
+         inter_node_link: str | None = None, kv_offloading_size: float | str | None = None,
+         kv_offloading_backend: str | None = None, enable_hierarchical_cache: bool | None = None,
+         hicache_ratio: float | None = None, hicache_size: int | None = None, hicache_write_policy: str | None = None,
+         kv_tier_nvme: float | str | None = None, nvme_read_bandwidth: float | None = None,
+         kv_tier_remote: float | str | None = None, network_bandwidth: float | None = None, link_fraction: float = 0.8,
+         suffix_tokens: int = 1) -> PlanResult:
     """The KV-cache ledger, as ``kvledger plan MODEL --gpu GPU`` computes it.
 
     Args:
@@ -30,7 +35,11 @@ def plan(model: str, gpu: str, *, engine: str = "vllm", engine_version: str | No
         engine: "vllm", "sglang" or "trtllm"; the others are the engines' own settings by their flag names
             (``contexts``: the context lengths to report concurrency at, tokens: 8192 or "8K"); the parallel layouts
             as the command's flags: ``enable_expert_parallel``, ``data_parallel_size`` (vLLM's DP ranks of a MoE
-            model, or SGLang's with ``enable_dp_attention``), ``all2all_backend``, ``nnodes``, ``inter_node_link``.
+            model, or SGLang's with ``enable_dp_attention``), ``all2all_backend``, ``nnodes``, ``inter_node_link``;
+            the KV tiers below HBM as the command's tier flags (``kv_offloading_size`` in GiB, a number or "256GiB",
+            ``kv_offloading_backend``, SGLang's ``enable_hierarchical_cache`` and ``hicache_*``, ``kv_tier_nvme``,
+            ``kv_tier_remote`` and their bandwidths, ``link_fraction``, ``suffix_tokens``): ``.kv_tiers`` and the
+            document's ``kv_tiers``, as ``plan --json`` with those flags.
 
     Returns:
         PlanResult: ``.plan`` (the Plan: ``kv``, ``memory``, ``concurrency``, ``row_at(ctx)``), ``.fits``, ``.advice``
@@ -42,6 +51,7 @@ def plan(model: str, gpu: str, *, engine: str = "vllm", engine_version: str | No
     from kvledger.accounting.plan import build_plan
     from kvledger.analyses.plans import plan_document
     from kvledger.cli.plan_flags import PlanFlags, PlanMoreFlags, plan_inputs
+    from kvledger.cli.plan_tiers import plan_tier_plan, plan_tier_settings
     from kvledger.errors import InputError
 
     if contexts is not None and not contexts:  # as the command refuses --context ''
@@ -58,10 +68,24 @@ def plan(model: str, gpu: str, *, engine: str = "vllm", engine_version: str | No
                       **{k: None if v is None else str(v) for k, v in text.items()})
     with in_python_terms("plan", _PLAN_PARAMS):
         check_ranges("plan", {k: v for k, v in locals().items() if k in _PLAN_PARAMS})
-        more = PlanMoreFlags(nnodes=nnodes, inter_node_link=inter_node_link)
+        more = PlanMoreFlags(nnodes=nnodes, inter_node_link=inter_node_link, link_fraction=link_fraction,
+                             suffix_tokens=suffix_tokens)
         spec, g, settings, prof = plan_inputs(model, gpu, flags, more)
+        settings_t, settings = plan_tier_settings(tiers := _tier_flags(locals()), more, g, settings)
         p = build_plan(spec, g, settings)
-    return PlanResult(p, plan_document(p, prof, False))
+        doc, tier_plan = plan_document(p, prof, False), plan_tier_plan(p, tiers, settings_t, flags, more)
+    return PlanResult(p, doc | ({"kv_tiers": tier_plan.to_dict()} if tier_plan is not None else {}), tier_plan)
+
+
+def _tier_flags(values: dict) -> object:
+    """The command's tier flag group from the call's parameters (a size as its text: 256 or "256GiB")."""
+    import dataclasses
+
+    from kvledger.cli.flag_groups import TierFlags
+
+    sizes = ("kv_offloading_size", "kv_tier_nvme", "kv_tier_remote")
+    return TierFlags(**{f.name: (str(values[f.name]) if f.name in sizes and values[f.name] is not None
+                                 else values[f.name]) for f in dataclasses.fields(TierFlags) if f.name in values})
 
 
 _PLAN_PARAMS = frozenset(inspect.signature(plan).parameters)

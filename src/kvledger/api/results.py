@@ -30,6 +30,7 @@ class PlanResult:
 
     plan: Any
     document: dict[str, Any] = field(repr=False)
+    kv_tiers: Any = field(default=None, repr=False)  # the tiers' plan where tier parameters were given, else None
 
     @property
     def fits(self) -> bool:

@@ -35,23 +35,14 @@ def plan(
 ) -> None:
     """The KV-cache ledger: KV bytes per token, the engine's memory split, blocks, concurrency and the roofline."""
     from kvledger.accounting.plan import build_plan
-    from kvledger.cli.tier_opts import check_tier_sizes, tier_settings, tiers_given
+    from kvledger.cli.plan_tiers import plan_tier_plan, plan_tier_settings
 
     spec, g, settings, prof = plan_inputs(model, gpu, flags, more)
-    settings_t = tier_settings(tiers, link_fraction=more.link_fraction)
-    check_tier_sizes(settings_t, g, settings.tp, settings.pp)
-    if settings_t.enable_hierarchical_cache and settings.engine == "sglang":  # HiCache: its prefill-graph rule
-        settings = settings.model_copy(update={"enable_hierarchical_cache": True})
+    settings_t, settings = plan_tier_settings(tiers, more, g, settings)  # HiCache: SGLang's prefill-graph rule
     p = _chunked_prefill_budget(spec, g, settings, flags, build_plan(spec, g, settings))
     given = flags.allreduce_link_share is not None
     priced = _priced_by(p, prof, given, verbose)
-    tier_plan = None
-    if tiers_given(tiers) or settings_t.any_set:  # break-evens priced as offload and simulate price a prefill
-        from kvledger.analyses.serving.plan_pricing import PricingFlags, simulate_priced_tiers
-
-        flags_p = PricingFlags(flags.gpu_profile, None, flags.achievable_flops_fraction,
-                               flags.achievable_bandwidth_fraction, flags.allreduce_link_share)
-        tier_plan = simulate_priced_tiers(p, settings_t, flags_p, suffix_tokens=more.suffix_tokens)
+    tier_plan = plan_tier_plan(p, tiers, settings_t, flags, more)  # None without tier flags
     startup = p.memory.startup
     starts = ("fits", SERVED_AT_LOWER_LEN)  # TensorRT-LLM, SGLang start serving shorter requests: exit 0 (advice_*_len)
     cannot_start = (p.advice and p.advice.verdict not in starts) or (
