@@ -16,9 +16,8 @@ from typing import Any
 
 from kvledger.errors import InputError, range_error, show_number
 
-__all__ = ["Range", "ATTAINMENT_TARGET", "OPTION_RANGES", "COMMAND_RANGES", "DURATION_OPTIONS", "range_for",
-           "range_problems",
-           "check_options"]
+__all__ = ["Range", "ATTAINMENT_TARGET", "TIER_SIZE_GIB", "OPTION_RANGES", "COMMAND_RANGES", "DURATION_OPTIONS",
+           "range_for", "range_problems", "check_options"]
 
 _TOKENS_MAX = 1 << 26  # as PlanSettings: beyond any real context window
 _SEED_MAX = 2**63 - 1  # numpy's default_rng takes any non-negative int; 63 bits keep seeds portable
@@ -91,6 +90,10 @@ def _count(lo: int, hi: int, unit: str = "") -> Range:
 ATTAINMENT_TARGET = Range(0.0, 1.0, lo_open=True, unit="(share of requests within the SLO, e.g. 0.9 for 90 %)")
 
 
+TIER_SIZE_GIB = Range(0.0, float(2**20), lo_open=True, hi_open=True, unit="GiB")
+"""A KV tier's size (``--kv-offloading-size``, ``--kv-tier-nvme``, ``--kv-tier-remote``): above 0 (a tier of no
+bytes holds no block) and below 1 PiB (``units.TIER_GIB_MAX``)."""
+
 #: parameter name → allowed range, for every int/float option of every command.
 OPTION_RANGES: dict[str, Range] = {
     "tp": _count(1, 1024, "GPUs"), "pp": _count(1, 1024, "pipeline stages"), "tp_size": _count(1, 1024, "GPUs"),
@@ -155,7 +158,8 @@ OPTION_RANGES: dict[str, Range] = {
     "run_tokens": _count(1, _TOKENS_MAX, "tokens"), "context_tokens": _count(1, _TOKENS_MAX, "tokens"),
     "prefix_share": _frac(lo_open=False),
     "prefill_gpus": _count(1, 1 << 20, "GPUs"), "decode_gpus": _count(1, 1 << 20, "GPUs"),
-    # KV tiers below HBM (plan, offload)
+    # KV tiers below HBM (plan, offload); the sizes in GiB, a bare number or with its unit (cli/tier_opts.py)
+    "kv_offloading_size": TIER_SIZE_GIB, "kv_tier_remote": TIER_SIZE_GIB,
     "hicache_ratio": Range(0.0, 1000.0, lo_open=True), "hicache_size": _count(0, 1 << 20, "GB"),
     "nvme_read_bandwidth": Range(0.0, 1000.0, lo_open=True, unit="GB/s"),
     "network_bandwidth": Range(0.0, 10_000.0, lo_open=True, unit="GB/s"), "link_fraction": _frac(),

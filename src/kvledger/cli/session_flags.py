@@ -7,7 +7,12 @@ from dataclasses import dataclass
 
 from kvledger.cli.flag_groups import flag
 
-__all__ = ["SessionFlags"]
+__all__ = ["SessionFlags", "SESSION_MAX_MODEL_LEN_HELP"]
+
+SESSION_MAX_MODEL_LEN_HELP = ("Tokens (8192; 8K = 8,192, 8k = 8,000 as vLLM reads them); default: from the config, "
+                              "but 32K with --workload (the config's where smaller).")
+"""``--max-model-len``'s help where the command takes ``--workload``: a session run's default is
+``judgments.offload.SESSION_MAX_MODEL_LEN_TOKENS`` (32,768), capped at the model's context (``session_context_cap``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ import typer
 
 from kvledger.cli.dp_flags import SIM_DP, SimDataParallelFlags
 from kvledger.cli.flag_groups import EngineFlags, GroupUse, TierFlags, WorkloadFlags, with_groups
-from kvledger.cli.session_flags import SessionFlags
+from kvledger.cli.session_flags import SESSION_MAX_MODEL_LEN_HELP, SessionFlags
 from kvledger.cli.sim_opts import TIER_HELP
 
 __all__ = ["register"]
@@ -19,7 +19,11 @@ __all__ = ["register"]
 _TIERS = GroupUse(TierFlags, help=TIER_HELP)
 
 
-@with_groups(workload=WorkloadFlags, sessions=SessionFlags, engine=EngineFlags, tiers=_TIERS, dp=SIM_DP)
+#: the engine flags as simulate takes them: --max-model-len's default is 32K for a session workload
+_ENGINE = GroupUse(EngineFlags, help={"max_model_len": SESSION_MAX_MODEL_LEN_HELP})
+
+
+@with_groups(workload=WorkloadFlags, sessions=SessionFlags, engine=_ENGINE, tiers=_TIERS, dp=SIM_DP)
 def simulate(
     model: str = typer.Argument(..., help="Bundled model (HF id or alias), a config.json path or a Hub id."),
     gpu: str = typer.Option(..., "--gpu", help="Catalog GPU (see `kvledger gpus`) or a GPU file."),

@@ -26,7 +26,6 @@ def tier_settings(t: TierFlags, *, engine_flag: str = "--engine", **extra: Any) 
         InputError: an unreadable size, or a disk-tier flag without ``--kv-tier-nvme`` (it would be ignored).
     """
     from kvledger.accounting.kv_tier_rules import NETWORK_BYTES_PER_S, NVME_READ_BYTES_PER_S, TierSettings
-    from kvledger.cli.analysis_opts import gib_option
     from kvledger.errors import InputError
 
     if t.kv_tier_nvme is None:
@@ -44,18 +43,39 @@ def tier_settings(t: TierFlags, *, engine_flag: str = "--engine", **extra: Any) 
                          "(GiB per GPU); without it it would be ignored. Add --kv-tier-remote, or drop it.")
     backend, policy, evict = t.kv_offloading_backend, t.hicache_storage_prefetch_policy, t.eviction_policy
     bw = t.nvme_read_bandwidth
-    return TierSettings(kv_offloading_size_gib=gib_option(t.kv_offloading_size, "--kv-offloading-size"),
+    return TierSettings(kv_offloading_size_gib=_tier_gib(t.kv_offloading_size, "--kv-offloading-size"),
                         kv_offloading_backend=backend.lower() if backend else None,
                         enable_hierarchical_cache=bool(t.enable_hierarchical_cache), hicache_ratio=t.hicache_ratio,
                         hicache_size_gb=t.hicache_size or 0, hicache_write_policy=t.hicache_write_policy,
-                        nvme_gib=gib_option(t.kv_tier_nvme, "--kv-tier-nvme"),
+                        nvme_gib=_tier_gib(t.kv_tier_nvme, "--kv-tier-nvme"),
                         nvme_read_bytes_per_s=NVME_READ_BYTES_PER_S if bw is None else bw * 1e9,
-                        remote_gib=gib_option(t.kv_tier_remote, "--kv-tier-remote"),
+                        remote_gib=_tier_gib(t.kv_tier_remote, "--kv-tier-remote"),
                         network_bytes_per_s=NETWORK_BYTES_PER_S if t.network_bandwidth is None else
                         t.network_bandwidth * 1e9,
                         store_threshold=t.store_threshold, eviction_policy=evict.lower() if evict else None,
                         hicache_storage_prefetch_policy=policy.lower() if policy else None, engine_flag=engine_flag,
                         **extra)
+
+
+def _tier_gib(text: str | None, flag: str) -> float | None:
+    """A tier size flag in GiB (``analysis_opts.gib_option``) within ``ranges.TIER_SIZE_GIB``: a bare number at or
+    below 0 is refused in the range's words before it is read, as a size with its unit at 0 (``0GiB``) after."""
+    import math
+
+    from kvledger.cli.analysis_opts import gib_option
+    from kvledger.ranges import TIER_SIZE_GIB
+
+    if text is None:
+        return None
+    try:
+        bare = float(text)
+    except ValueError:
+        bare = None
+    if bare is not None and (math.isnan(bare) or bare <= 0):
+        TIER_SIZE_GIB.check(flag, bare, text)
+    gib = gib_option(text, flag)
+    TIER_SIZE_GIB.check(flag, gib, text)
+    return gib
 
 
 def with_hicache(args: Any, tier: Any) -> Any:
