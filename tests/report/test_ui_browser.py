@@ -412,3 +412,18 @@ def test_the_kv_dtype_list_follows_the_engine_and_its_version(server, browser):
     browser.execute_script('document.getElementById("engine_version").dispatchEvent(new Event("change"));')
     WebDriverWait(browser, 30).until(lambda b: offered(b) == ["auto", "fp8_e4m3", "fp8_e5m2"])
     assert Select(browser.find_element("id", "kv_cache_dtype")).first_selected_option.get_attribute("value") == "auto"
+
+
+def test_the_host_kv_tier_field_adds_its_card(server, browser):
+    # 64 GiB of vLLM host offloading on Llama-3.1-8B at TP 1: 64 × 2^30 B ÷ 2,097,152 B a 16-token block = 32,768
+    # blocks = 524,288 tokens, as plan --kv-offloading-size 64 sizes it
+    browser.get(server + "/")
+    v = _wait_version(browser, 0) and int(browser.find_element("id", "status").get_attribute("data-version"))
+    assert not browser.find_elements("id", "host-kv-tier-tokens")
+    browser.find_element("id", "kv_offloading_size").send_keys("64")
+    browser.execute_script('document.getElementById("kv_offloading_size").dispatchEvent(new Event("change"));')
+    assert _wait_version(browser, v) == "plan ready"
+    tier = _plan_json("--kv-offloading-size", "64")["kv_tiers"]
+    host = next(t for t in tier["tiers"] if t["name"] == "host_dram")
+    assert _card(browser, "host-kv-tier-tokens") == host["capacity_tokens"] == 524_288
+    assert "host KV tier 64 GiB" in browser.find_element("id", "plan-request").text

@@ -122,7 +122,9 @@ def test_the_page_sends_only_fields_the_requests_take_and_numbers_as_numbers():
     plan = _page_list(html, r"const PLAN = \[([^\]]*)\]")
     numbers = _page_list(html, r"const NUMBERS = new Set\(\[([^\]]*)\]\)")
     assert "engine" in serving and serving <= set(ServingRequest.model_fields)  # the engine too: issue 59
-    assert plan <= set(PlanRequest.model_fields) and plan <= serving  # the serving panel reads the plan's fields
+    # the serving panel reads the plan's fields, but the host KV tier: the plan sizes it, the serving panel's
+    # simulations run without one (cost --simulate takes no --kv-offloading-size; the field's label says so)
+    assert plan <= set(PlanRequest.model_fields) and plan - {"kv_offloading_size"} <= serving
     assert {"engine_version", "gpu_memory_utilization", "max_num_seqs", "quantization"} <= plan
     # every int or float field the page has a box for goes as a JSON number, and nothing else does
     numeric = {k for m in (PlanRequest, ServingRequest) for k, f in m.model_fields.items()
@@ -132,7 +134,7 @@ def test_the_page_sends_only_fields_the_requests_take_and_numbers_as_numbers():
                                                      "batch_share", "cache_hit_rate", "shared_prefix_tokens",
                                                      "gpu_memory_utilization", "max_num_seqs", "gpu_usd_per_hour",
                                                      "cache_write_rate", "engineer_months_per_month",
-                                                     "engineer_usd_per_month"}
+                                                     "engineer_usd_per_month", "kv_offloading_size"}
     assert "gpu_provider" in serving  # text: a provider of the price table (the choices' providers)
 
 

@@ -50,11 +50,12 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
                  kv_cache_dtype: str = "auto", gpu_memory_utilization: float | None = None,
                  wddm: bool = False, engine_version: str | None = None,
                  max_num_seqs: int | None = None, quantization: str | None = None,
-                 stopped: Any = None) -> dict[str, Any]:
+                 stopped: Any = None, kv_offloading_size: float | None = None) -> dict[str, Any]:
     """The plan (as ``plan --json`` with ``--context 1K,…,128K``, and ``--wddm`` when ``wddm``; ``engine_version``,
     ``max_num_seqs`` and ``quantization`` as those flags, ``-q`` the last), the headline numbers and the three KV
     figures. ``stopped()`` true (the client has gone) raises Gone before the plan and before each figure: the plan's
-    own arithmetic, once started, runs to its end (a worker thread cannot be stopped from outside)."""
+    own arithmetic, once started, runs to its end (a worker thread cannot be stopped from outside);
+    ``kv_offloading_size``: a host KV tier, GiB (``webapp_tiers``), the plan's ``kv_tiers``."""
     from kvledger.accounting.plan import build_plan
     from kvledger.accounting.settings import make_settings
     from kvledger.accounting.vllm_auto_len import read_max_model_len
@@ -65,6 +66,7 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
     from kvledger.report.figures_kv import kv_figures
     from kvledger.report.webapp_guard import stop_if
     from kvledger.report.webapp_requests import check_plan_numbers
+    from kvledger.report.webapp_tiers import host_tier_section
 
     check_plan_numbers(tp, gpu_memory_utilization, max_num_seqs)  # `kvledger plan`'s ranges, in its words
     with command_named("ui"):  # a refusal names the flags, which in_app_words turns into the app's fields
@@ -75,7 +77,10 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
                                  engine_version=engine_version or None, max_num_seqs=max_num_seqs,
                                  quantization=quantization.strip().lower() if quantization else None)
     stop_if(stopped)
-    plan = build_plan(load_model(model, allow_hub=False), resolve_gpu(gpu), settings).to_dict()
+    p = build_plan(load_model(model, allow_hub=False), resolve_gpu(gpu), settings)
+    with command_named("ui"):
+        tiers = host_tier_section(p, kv_offloading_size)
+    plan = p.to_dict() | ({"kv_tiers": tiers} if tiers else {})
     conc = {r["context_tokens"]: r for r in plan["concurrency"]}
     m = plan["memory"]
 
@@ -94,7 +99,9 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
                 "max_concurrency_128k_range": within(131072, "max_concurrency_range"),
                 "pool": m["num_gpu_blocks"] > 0, "fits": _fits(plan),
                 "verdict": (plan.get("advice") or {}).get("message"),
-                "startup": (m.get("startup") or {}).get("message")}  # vLLM under wddm: does it start (plan prints it)
+                "startup": (m.get("startup") or {}).get("message"),  # vLLM under wddm: does it start (plan prints it)
+                "host_kv_tier_tokens": next((t["capacity_tokens"] for t in tiers["tiers"] if t["name"] == "host_dram"),
+                                            None) if tiers else None}
     figures = {}
     for f in kv_figures(plan):  # drawing them is most of the time: a request abandoned meanwhile stops here
         stop_if(stopped)
@@ -209,7 +216,7 @@ def _plan(body: PlanRequest, data_dir: Path | None, stopped: Any) -> dict[str, A
     check_web_kv_dtype(body.kv_cache_dtype, body.engine, body.engine_version)  # the engine's own names, as the CLI's
     return plan_payload(model, gpu, body.engine, body.tp, body.max_model_len or None, body.kv_cache_dtype,
                         body.gpu_memory_utilization, body.wddm, body.engine_version, body.max_num_seqs,
-                        body.quantization, stopped=stopped)
+                        body.quantization, stopped=stopped, kv_offloading_size=body.kv_offloading_size)
 
 
 def _serving(body: ServingRequest, data_dir: Path | None, stopped: Any) -> dict[str, Any]:

@@ -185,7 +185,10 @@ class DeploymentRequest(BaseModel):
 
 
 class PlanRequest(DeploymentRequest):
-    """``/api/plan``'s body."""
+    """``/api/plan``'s body; ``kv_offloading_size``: vLLM's ``--kv-offloading-size``, a host KV tier in GiB summed
+    over the TP ranks, sized by the plan (``webapp_tiers``)."""
+
+    kv_offloading_size: float | None = None
 
 
 class ServingRequest(DeploymentRequest):

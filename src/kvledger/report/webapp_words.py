@@ -10,10 +10,10 @@ from typing import Any
 __all__ = ["in_app_words", "request_errors"]
 
 _FIELDS = ("model, GPU, engine, engine_version, tensor parallel (TP), max_model_len, KV cache dtype, quantization, "
-           "gpu_memory_utilization, max_num_seqs, Windows/WSL2 (WDDM), SLOs, API price row, GPU provider, GPU price "
-           "(gpu_usd_per_hour), traffic, volume, input/output tokens per month, peak-to-mean, batch share, "
-           "cache-hit rate, cache-write rate, team capability, engineer-months, engineer cost, utilization, "
-           "requests per simulation, client latency, prompt lengths, output lengths, "
+           "gpu_memory_utilization, max_num_seqs, host KV tier, Windows/WSL2 (WDDM), SLOs, API price row, "
+           "GPU provider, GPU price (gpu_usd_per_hour), traffic, volume, input/output tokens per month, "
+           "peak-to-mean, batch share, cache-hit rate, cache-write rate, team capability, engineer-months, "
+           "engineer cost, utilization, requests per simulation, client latency, prompt lengths, output lengths, "
            "shared prefix tokens")
 # (pattern, replacement), most specific first
 _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p, r in (
@@ -52,6 +52,7 @@ _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p
     (r"--gpu-memory-utilization", r"gpu_memory_utilization"),  # the request's own fields of those names
     (r"--engine-version", r"engine_version"),
     (r"--max-num-seqs", r"max_num_seqs"),
+    (r"--kv-offloading-size", r"the host KV tier field (kv_offloading_size)"),
     (r"drop --wddm", r"untick the Windows/WSL2 (WDDM) box"),
     (r"--wddm", r"Windows/WSL2 (WDDM)"),
     (r"--client-latency", r"the client latency field"),
