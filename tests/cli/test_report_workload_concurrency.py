@@ -5,6 +5,7 @@ report runs a synthetic workload, not the fixed 8K/128K levels (a long-context t
 from __future__ import annotations
 
 import re
+import shlex
 from types import SimpleNamespace
 
 from cli_run import MODEL, cli_json
@@ -20,6 +21,7 @@ def test_a_synthetic_reports_concurrency_is_at_its_mean_and_max_context(tmp_path
     # every request is 100,000 + 1,000 = 101,000 tokens: mean and max alike
     assert d["inputs"]["workload_contexts"] == {"mean_tokens": 101000, "max_tokens": 101000}
     assert " --context 1K,2K,4K,8K,16K,32K,64K,101000,128K " in d["commands"]["plan"]
+    assert cli_json(*shlex.split(d["commands"]["plan"])[1:]) == d["plan"]  # the line as printed: the section again
     # Llama-3.1-8B on one H100: 28,160 blocks of 16 tokens, 28,159 usable (block 0 is vLLM's null block);
     # 101,000 tokens = ⌈101,000 / 16⌉ = 6,313 blocks → 28,159 // 6,313 = 4 requests at once
     assert d["plan"]["memory"]["num_gpu_blocks"] == 28160
