@@ -87,8 +87,7 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
     def within(ctx: int, key: str = "max_concurrency") -> Any:  # above max_model_len: no request the engine accepts
         return conc[ctx][key] if conc[ctx]["within_max_model_len"] else None
 
-    rng = m.get("ranges", {}).get("available_kv_bytes")
-    blocks = m.get("ranges", {}).get("num_gpu_blocks")
+    rng, blocks = (m.get("ranges", {}).get(k) for k in ("available_kv_bytes", "num_gpu_blocks"))
     headline = {"kv_bytes_per_token_per_gpu": plan["kv"]["bytes_per_token_per_gpu"],
                 "available_kv_gib": m["available_kv_bytes"] / 2**30,
                 "available_kv_gib_range": [max(0.0, x) / 2**30 for x in rng] if rng else None,
