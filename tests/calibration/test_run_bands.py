@@ -9,8 +9,8 @@ src/kvledger/ledgers/data/error_bands.json, each deployment weighted once), as m
              … ×1/0.288587 = ×3.46516
   tpot_mean  q10 -0.0634675885640601, q90 0.11751341474272681 (31 points, 13 deployments) → ×1/1.117513 =
              ×0.89484 … ×1/0.936532 = ×1.06777
-  throughput q10 -0.09394447292369539, q90 0.22316313967282397 (9 points, 9 deployments driven past saturation; a
-             t prediction interval) → ×1/1.223163 = ×0.81755 … ×1/0.906056 = ×1.10369
+  throughput q10 -0.10653252752212694, q90 0.2257610123633852 (9 points, 9 deployments driven past saturation; a
+             t prediction interval) → ×1/1.225761 = ×0.81582 … ×1/0.893467 = ×1.11923
 (the roofline as commands price it by default: the H100's measured matmul curve at FLOP fraction 1.0 and its layer
 kernels, bandwidth 0.8)
 LLMServingSim's RTX 4090 run, priced by the bundled GPU profile fitted on it (regime gpu/dense/vllm: throughput
@@ -37,7 +37,7 @@ RUNS = Path(__file__).resolve().parents[3] / "shared" / "data" / "measured-runs"
 KUBECON = RUNS / "inference-perf-kubecon-na-2025" / "vllm" / "results"
 RTX4090 = RUNS / "llmservingsim" / "bench" / "examples" / "RTX4090" / "Llama-3.1-8B" / "vllm"
 ARGS = ["--gpu", "H100", "--model", "meta-llama/Llama-3.1-8B"]
-TPUT = (-0.09394447292369539, 0.22316313967282397)
+TPUT = (-0.10653252752212694, 0.2257610123633852)
 KEYS = {"regime", "ttft_mean", "ttft_note", "tpot_mean", "latency_note", "saturation_throughput", "throughput_note"}
 needs_runs = pytest.mark.skipif(not KUBECON.is_dir(), reason="../shared/data/measured-runs not beside the clone")
 
@@ -114,8 +114,8 @@ def test_a_measured_mean_on_an_end_of_its_band_is_inside():
 def test_a_saturated_stage_prints_the_throughput_band_and_no_latency_band(stage6):
     out, d = stage6
     # 183.38 req/s requested, the client achieved 106.5 (< 95%): at saturation, replayed paced under its 440 slots.
-    # Simulated throughput 101.092 req/s → /1.223163 = 82.648 … /0.906056 = 111.574 req/s; measured 103.08 inside
-    assert "│ throughput │ 103.08 req/s │ 101.09 req/s │ -1.9% │ 82.65–111.57" in out  # (unit wraps at 100 columns)
+    # Simulated throughput 101.092 req/s → /1.225761 = 82.473 … /0.893467 = 113.146 req/s; measured 103.08 inside
+    assert "│ throughput │ 103.08 req/s │ 101.09 req/s │ -1.9% │ 82.47–113.15" in out  # (unit wraps at 100 columns)
     # ⚠ on every latency: the measured stage is judged saturated on its rates, as calibrate's rows judge it
     assert "│ TTFT mean │ 2,943.2 ms │ 2,985.2 ms │ +1.4% ⚠ │ — │" in out
     assert "│ TPOT mean │ 19.0 ms │ 19.5 ms │ +2.2% ⚠ │ — │" in out
@@ -129,7 +129,7 @@ def test_a_saturated_stage_prints_the_throughput_band_and_no_latency_band(stage6
     assert sat["predicted"] == next(r["predicted"] for r in d["comparison"]["rows"] if r["metric"] == "throughput")
     assert sat["low"] == pytest.approx(sat["predicted"] / (1 + TPUT[1]), rel=1e-12)
     assert sat["high"] == pytest.approx(sat["predicted"] / (1 + TPUT[0]), rel=1e-12)
-    assert (sat["low"], sat["high"]) == pytest.approx((82.65, 111.57), abs=0.005) and sat["num_runs"] == 9
+    assert (sat["low"], sat["high"]) == pytest.approx((82.47, 113.15), abs=0.005) and sat["num_runs"] == 9
 
 
 @needs_runs
@@ -166,14 +166,14 @@ def test_json_keys_are_the_sweeps_for_one_run(stage0, stage6):
 
 def test_the_simulated_queue_growing_moves_the_band_to_throughput():
     # a per-request run whose measured queue kept up but whose simulated one grew: no latency band (the simulated
-    # latency measures its queue), the throughput band around the simulated 4.0 req/s: /1.223163 = 3.270 …
-    # /0.906056 = 4.415 req/s
+    # latency measures its queue), the throughput band around the simulated 4.0 req/s: /1.225761 = 3.263 …
+    # /0.893467 = 4.477 req/s
     bands = {m: error_band("uncalibrated/dense/vllm", m) for m in ("ttft_mean", "tpot_mean", "throughput")}
     rows = [MetricRow("TTFT mean", "s", 0.1, 0.5, 4.0), MetricRow("throughput", "req/s", 5.0, 4.0, -0.2)]
     run = SimpleNamespace(saturated={"sides": ["simulated"]}, bands=bands, comparison=SimpleNamespace(rows=rows))
     b = run_bands(run, None)
     assert b.ttft_mean is None and b.latency_note.startswith("the simulated queue grew")
-    assert (b.saturation_throughput.low, b.saturation_throughput.high) == pytest.approx((3.270, 4.415), abs=5e-4)
+    assert (b.saturation_throughput.low, b.saturation_throughput.high) == pytest.approx((3.263, 4.477), abs=5e-4)
     kept_up = run_bands(SimpleNamespace(saturated=None, bands=bands, comparison=SimpleNamespace(rows=rows)), None)
     # 0.5 s × 0.87775 = 0.439 s … × 3.46516 = 1.733 s; throughput: the offered load, no band
     assert (kept_up.ttft_mean.low, kept_up.ttft_mean.high) == pytest.approx((0.439, 1.733), abs=5e-4)

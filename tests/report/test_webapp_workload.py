@@ -37,9 +37,10 @@ def test_a_synthetic_workload_gives_cost_simulates_answer():
     assert h["verdict"] == cost["verdict"] and "$6,963.70/month self-hosted" in h["verdict"]
     assert r.json()["cost"]["decision"]["replicas"] == cost["decision"]["replicas"] == 1
     # what the verdict rests on and its notes, as cost says them: the price row's confidence, the uncalibrated step
-    # cost, the capacity band ×0.82–×1.10; gpt-4.1-mini is another model than Llama-3.1-8B
+    # cost, the capacity band ×1/(1 + q90) … ×1/(1 + q10) = ×1/1.2258 … ×1/0.8935 = ×0.82–×1.12 (error_bands.json
+    # uncalibrated/dense/vllm throughput); gpt-4.1-mini is another model than Llama-3.1-8B
     assert h["rests_on"].startswith("Rests on: GPU price row: medium confidence (RunPod H100 80GB SXM")
-    assert "step cost uncalibrated (roofline)" in h["rests_on"] and "×0.82–×1.10 capacity" in h["rests_on"]
+    assert "step cost uncalibrated (roofline)" in h["rests_on"] and "×0.82–×1.12 capacity" in h["rests_on"]
     assert h["notes"][0].startswith("note: OpenAI:gpt-4.1-mini is not the same model") and \
         cost["decision"]["rests_on"] == r.json()["cost"]["decision"]["rests_on"]
     assert "sized on 17.08 req/s, the capacity bound" in h["capacity_warning"]
