@@ -153,7 +153,7 @@ def _kv_range_line(m: dict[str, Any]) -> str:
 
 
 def rests_on_text(d: dict[str, Any]) -> str:
-    """"Rests on: …; the verdict holds within ×0.82–×1.10 capacity (…)." from the cost JSON's ``decision``: what the
+    """"Rests on: …; the verdict holds within ×0.82–×1.12 capacity (…)." from the cost JSON's ``decision``: what the
     answer rests on (price rows' confidence, rules not validated on this GPU, an uncalibrated step cost) and whether
     the verdict holds at both ends of the capacity band (the report's answer and the web app's)."""
     held = "holds" if d.get("holds_across_capacity", d["holds_within_band"]) else "flips"  # a cached-price condition

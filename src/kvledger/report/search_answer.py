@@ -55,7 +55,7 @@ def _basis(result: Any) -> list[str]:
 
 def _bands_words(m: Any) -> str:
     """The capacity bands the flip was judged on (``frontier.ranking_margin``: the winner's at its low end against the
-    runner-up's at its high end): ``their capacity bands, the winner's ×0.82–×1.10 (−18%/+10%) and the runner-up's
+    runner-up's at its high end): ``their capacity bands, the winner's ×0.82–×1.12 (−18%/+12%) and the runner-up's
     ×0.72–×1.12 (−28%/+12%)``; one clause where the two are the same, or the runner-up has none of its own (read
     against the winner's); ``the ±30% capacity band`` where no band of the winner's stands (an assumption)."""
     from kvledger.ledgers.decision_notes import band_sides_text
