@@ -2,13 +2,15 @@
 
 Used by ``python benchmarks/validate_all.py --sections lodo [--write-bands] [--write-docs]`` (benchmarks/lodo_bands.py).
 
-Every run of one GPU is held out in turn and priced as a GPU nobody measured would be: the roofline with no GPU
-profile (``--gpu-profile none``) and flat matmul efficiency (``--gemm-efficiency flat``: 0.7 of peak FLOP/s, no
-operator profile's curve and no layer-kernel term, both measured per GPU), bandwidth 0.8. Nothing else the pricing
-reads was fitted on the held-out GPU's serving runs (the fused-MoE kernel term is fitted to published kernel
-timings, not to these runs), so the errors are what a user on an unmeasured GPU gets. A GPU without an operator
-profile (the RTX 4090) is priced so already: its uncalibrated errors are reused, the pricing being the same. The
-public MoE figures are replayed again with both flags.
+Every run of one GPU is held out in turn and priced as a GPU nobody measured is priced by default: the roofline with
+no GPU profile (``--gpu-profile none``) and ``--gemm-efficiency carried`` — flat matmul efficiency (0.7 of peak
+FLOP/s, no operator profile's GEMM curve), the layer-kernel floors carried from the other profiled GPUs only (its own
+and its die's left out, in SM cycles at its boost clock) and the bandwidth share carried from its measured BabelStream
+Copy (0.8 × its share of peak ÷ the H100 SXM's; 0.8 without a row): what ``kvledger.accounting.carried_kernels`` gives
+a GPU without measured tables, so the band measures the pricing users on such a GPU get. Nothing else the pricing
+reads was fitted on the held-out GPU's serving runs (the fused-MoE kernel term is fitted to published kernel timings,
+not to these runs). A GPU without an operator profile (the RTX 4090) is priced so already: its uncalibrated errors are
+reused, the pricing being the same. The public MoE figures are replayed again with both flags.
 
 Errors (predicted/measured − 1) are those of ``lodo_bands._errors``: mean TTFT and mean TPOT below saturation,
 saturation throughput. Per regime (architecture, vLLM) and metric the band is ``held_out_gpu_interval``'s: conformal
@@ -24,8 +26,8 @@ from dataclasses import replace
 
 import numpy as np
 
-FLAT = {"gemm_efficiency": "flat", "gpu_profile": "none"}
-FLAGS = "--gemm-efficiency flat --gpu-profile none"
+CARRIED = {"gemm_efficiency": "carried", "gpu_profile": "none"}
+FLAGS = "--gemm-efficiency carried --gpu-profile none"
 METRICS = ("ttft_mean", "tpot_mean", "throughput")
 
 
@@ -36,11 +38,12 @@ def _gpu_id(name: str) -> str:
 
 
 def _priced_alike(gpu: str) -> bool:
-    """True where the default uncalibrated pricing on ``gpu`` reads nothing measured of it (no operator profile's
-    curve, its own or its die's): the held-out pricing is the same."""
-    from kvledger.accounting.gemm_efficiency import gemm_curve
+    """True where the default uncalibrated pricing on ``gpu`` reads nothing measured of it (no operator profile, its
+    own or its die's: it carries the floors of all the profiled GPUs and its own bandwidth share): the held-out
+    pricing is the same."""
+    from kvledger.accounting.carried_kernels import has_measured_tables
 
-    return gemm_curve(_gpu_id(gpu)) is None
+    return not has_measured_tables(_gpu_id(gpu))
 
 
 def held_out_errors(dep: dict, uncalibrated: dict[str, list[float]]) -> dict[str, list[float]]:
@@ -49,7 +52,7 @@ def held_out_errors(dep: dict, uncalibrated: dict[str, list[float]]) -> dict[str
 
     if _priced_alike(dep["gpu"]):
         return {m: list(v) for m, v in uncalibrated.items()}
-    return _errors({**dep, "args": replace(dep["args"], **FLAT)}, None)
+    return _errors({**dep, "args": replace(dep["args"], **CARRIED)}, None)
 
 
 def public_held_out(rows: list[dict]) -> None:
@@ -153,7 +156,7 @@ def table_lines(u: dict) -> list[str]:
 
 
 def print_section(u: dict) -> None:
-    print("\n== leave one GPU out: each GPU's runs priced with no GPU profile and flat matmul efficiency ==")
+    print("\n== leave one GPU out: each GPU's runs priced as unprofiled: no GPU profile, carried floors ==")
     for reg, ms in u["regimes"].items():
         for m, b in ms.items():
             cov = (u["coverage_leave_one_gpu_out"].get(reg) or {}).get(m)

@@ -350,7 +350,9 @@ def write_doc(d: dict) -> None:
               "validated leave-one-out by `--sections distserve` (model scope, A100).", "",
               "## Leave one GPU out: the band of a GPU with no measured run", "",
               "Each GPU's runs held out and priced as on a GPU nobody measured (no GPU profile, flat matmul "
-              "efficiency: benchmarks/gpu_holdout.py); the band printed for a figure on a GPU outside "
+              "efficiency, the layer-kernel floors carried from the other profiled GPUs and the bandwidth share "
+              "from its measured copy bandwidth: --gemm-efficiency carried, benchmarks/gpu_holdout.py); the band "
+              "printed for a figure on a GPU outside "
               f"{', '.join(d['unmeasured_gpu']['held_out_gpus'])}.", "",
               *gpu_holdout.table_lines(d["unmeasured_gpu"])]
     DOC.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -81,3 +81,44 @@ def test_the_floor_follows_the_clock_leaving_one_profiled_gpu_out():
     assert carried_range() == (min(cyc.values()), max(cyc.values()))
     a100 = layer_kernel_fit("nvidia_a100_80gb_sxm").params
     assert layer_floor_s(a100, CARRIED_OPS) == pytest.approx(24.44e-6, abs=0.01e-6)
+
+
+def test_carried_mode_prices_the_h100_as_if_nobody_had_profiled_it():
+    # --gemm-efficiency carried on the H100 (benchmarks/gpu_holdout.py's held-out pricing): the floors carried from
+    # the A100 80GB SXM and RTX PRO 6000 only (the H100's own left out, and its die's: the H200's are the same),
+    # per op in SM cycles (the MI300X test above), A100 / RTX PRO 6000 → mean:
+    #   input norm 5,942 / 6,314 → 6,128;  post-attention norm 5,961 / 6,314 → 6,137.5
+    #   RoPE 6,389 / 7,376 → 6,882.5;  activation 16,164 / 8,229 → 12,196.5
+    # Σ = 31,344.5 cycles a layer at the H100's 1,980 MHz = 15.831 µs (its own floors: 37,585 cycles, 18.98 µs, so
+    # −16.6%, loo_errors' H100 figure); × 32 layers = 0.5066 ms a step at its floor.
+    # Bandwidth share 0.8 × (2.90/3.35) ÷ (2.90/3.35) = 0.8 exactly; matmuls flat at 0.7 of peak, no GEMM curve.
+    args = dict(model=L8, gpu="H100", num_requests=5, gpu_profile="none", max_model_len=8192,
+                gemm_efficiency="carried")
+    run = prepare(SimRequestArgs(**args))
+    rc = run.cost
+    assert rc.layer_kernels_s(1) == pytest.approx(32 * 31344.5 / 1.98e9, rel=1e-4)
+    assert layer_floor_s(rc.layer_kernels.fit.params, CARRIED_OPS) == pytest.approx(15.831e-6, rel=1e-4)
+    assert rc.bandwidth_fraction == 0.8 and rc.flops_fraction == 0.7 and rc.gemm_curve is None
+    assert "add" not in rc.layer_kernels.ops
+    src = run.cost_info["source"]
+    assert "the measured floors of the A100 80GB SXM, RTX PRO 6000 (" in src and "1,980 MHz" in src
+    assert "bandwidth share 0.800" in src and run.cost_info["gemm_efficiency"] == "carried"
+    # the H200 (the H100's die) carries the same two GPUs' floors, at its own 1,980 MHz, and its measured share:
+    # BabelStream Copy 4.01 TB/s of 4.8 = 0.835417; 0.8 × 0.835417 / 0.865672 = 0.772040
+    h200 = prepare(SimRequestArgs(**{**args, "gpu": "H200"})).cost
+    assert h200.layer_kernels_s(1) == pytest.approx(rc.layer_kernels_s(1), rel=1e-9)
+    assert h200.bandwidth_fraction == pytest.approx(0.772040, abs=2e-6)
+    # the A100 without its own floors: A100 clock 1,410 MHz, H100 / RTX PRO 6000 cycles; Copy 1.61 of 2.039 TB/s:
+    # 0.8 × 0.789603 / 0.865672 = 0.729702
+    a100 = prepare(SimRequestArgs(**{**args, "gpu": "A100"})).cost
+    assert a100.bandwidth_fraction == pytest.approx(0.729702, abs=2e-6)
+    assert "the measured floors of the H100 SXM, RTX PRO 6000 (" in a100.layer_kernels.fit.source
+
+
+def test_carried_mode_is_refused_with_a_gpu_profile():
+    from kvledger.errors import InputError
+
+    # the RTX PRO 6000's bundled profile prices it by default: carried means as if unprofiled, so it says how
+    with pytest.raises(InputError, match="add --gpu-profile none"):
+        prepare(SimRequestArgs(model=L8, gpu="RTX PRO 6000", num_requests=5, max_model_len=8192,
+                               gemm_efficiency="carried"))

@@ -190,6 +190,14 @@ def test_gpu_scope_fit_with_the_measured_gemm_curve_writes_a_version_4_profile_t
     bad = runner.invoke(app, ["validate", str(tmp_path / "requests.jsonl"), "--gpu", "H100", "--gpu-profile", str(out),
                               "--gemm-efficiency", "flat"])
     assert isinstance(bad.exception, InputError) and "fitted with measured" in str(bad.exception)
+    # --gemm-efficiency carried prices a GPU as if nobody had profiled it: no GPU profile is fitted with it (a
+    # profile stores flat or measured), refused before any replay, and with the profile as refused
+    bad = runner.invoke(app, ["calibrate", str(tmp_path / "requests.jsonl"), "--gpu", "H100", "--scope", "gpu",
+                              "--gemm-efficiency", "carried", "--no-leave-one-out"])
+    assert isinstance(bad.exception, InputError) and "no GPU profile is fitted with it" in str(bad.exception)
+    bad = runner.invoke(app, ["validate", str(tmp_path / "requests.jsonl"), "--gpu", "H100", "--gpu-profile", str(out),
+                              "--gemm-efficiency", "carried"])
+    assert isinstance(bad.exception, InputError) and "add --gpu-profile none" in str(bad.exception)
 
 
 def test_calibrate_notes_a_run_replayed_without_the_padding_cap(tmp_path):

@@ -120,14 +120,16 @@ def test_answer_first_at_80_columns_and_a_low_confidence_winner_says_so():
     # 60 requests per probe replay a sample unlike azure-conv (probe_sample): that caveat comes first in the winner
     # line, which then runs to 13 lines (one for "GPU rental only (the people line is in cost)", four for the
     # capacity's 80% band and why it is that wide: no MI300X run is in the data, so the band is the unmeasured-GPU
-    # band of the uncalibrated saturation throughput, error_bands.json unmeasured_gpu q10 −18.488%, q90 +49.653%:
-    # 53 × 1/1.496534 – 53 × 1/0.81512 = 35.4153–65.021 → 35.42–65.02 req/s, 1/(1 + q90) … 1/(1 + q10); 53, not 65, with
+    # band of the uncalibrated saturation throughput, error_bands.json unmeasured_gpu q10 −19.809%, q90 +42.202%
+    # (each profiled GPU held out priced --gemm-efficiency carried, as an unprofiled GPU is):
+    # 53 × 1/1.422015 – 53 × 1/0.801910 = 37.2710–66.0922 → 37.27–66.09 req/s, 1/(1 + q90) … 1/(1 + q10); 53, not
+    # 65, with
     # the layer-kernel floor carried to the MI300X and its measured 0.717 bandwidth share); the launch command and the
     # frontier follow it (the winner line names the flip on its low-confidence RunPod row and the matmuls priced flat
     # on MI300X against the H100's measured curve)
-    assert "SLO capacity 53 req/s per replica (53.00 good req/s there), 80% band 35.42–65.02 req/s" in head
+    assert "SLO capacity 53 req/s per replica (53.00 good req/s there), 80% band 37.27–66.09 req/s" in head
     assert "[rests on: capacity probes replay a sample unlike the trace" in head
-    assert "no measured run on AMD Instinct MI300X: the unmeasured-GPU band -18.5% … +49.7%" in head
+    assert "no measured run on AMD Instinct MI300X: the unmeasured-GPU band -19.8% … +42.2%" in head
     head17 = " ".join(" ".join(res.output.splitlines()[:19]).split())
     assert "vllm serve meta-llama/Llama-3.2-3B" in head17 and "cost frontier" in head17
     assert "flips at 1.08× the winner's low-confidence price" in head17  # the H100's $1,964 ÷ $1,817.70 = 1.080

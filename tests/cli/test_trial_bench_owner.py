@@ -102,11 +102,13 @@ def test_a_band_carried_to_an_unmeasured_gpu_says_its_width_is_the_floor_not_its
     # the same workload on an L40S, a GPU none of the validation's deployments ran on: the SLO capacity's band is
     # the TPOT band carried to the rate. It said "…not on NVIDIA L40S: a floor for it, not a measurement", read
     # beside "SLO capacity 52.5 req/s" as if the capacity were a floor. No L40S run is in the data, so the band is
-    # now the unmeasured-GPU one (leave one GPU out), said so; never "a floor for it"
+    # now the unmeasured-GPU one (leave one GPU out), said so; never "a floor for it". Its TPOT ends: error_bands.json
+    # unmeasured_gpu uncalibrated/dense/vllm q10 −44.723% (the H100 held out, priced --gemm-efficiency carried),
+    # q90 +11.751% (the measured band's, wider above)
     d = cli_json("goodput", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "L40S", "--prompt-lengths", "fixed:204",
                  "--output-lengths", "fixed:64", "--slo", "ttft=200ms,tpot=50ms", "--target", "0.9")
     src = d["error_band"]["source"]
-    assert "no measured run on NVIDIA L40S: the unmeasured-GPU band -55.1% … +11.8%" in src, src
+    assert "no measured run on NVIDIA L40S: the unmeasured-GPU band -44.7% … +11.8%" in src, src
     assert "a floor for it" not in src
 
 

@@ -21,15 +21,17 @@ def test_h100_prints_the_measured_band_and_l40s_the_wider_unmeasured_gpu_band():
     h100 = cli_json(*ARGS, "--gpu", "H100")
     assert _multipliers(h100, "tpot_mean") == pytest.approx((0.89484, 1.06777), abs=1e-5)
     assert _multipliers(h100, "ttft_mean") == pytest.approx((0.87775, 3.46516), abs=1e-5)
-    # unmeasured_gpu, uncalibrated/dense/vllm: the H100's runs held out and priced flat (no operator profile, no GPU
-    # profile) fall at TPOT −55.08% … −3.2% and TTFT −95.94% … −21.5% — one GPU, too few for a quantile — widened
-    # to the measured band's +11.751% and +13.928% above: TPOT [1/1.11751, 1/(1 − 0.55081)] = [0.89484, 2.22622],
-    # TTFT [1/1.13928, 1/(1 − 0.95937)] = [0.87775, 24.6138]. No L40S run is in the data, so L40S gets it
+    # unmeasured_gpu, uncalibrated/dense/vllm: the H100's runs held out and priced as if nobody had profiled it
+    # (--gemm-efficiency carried --gpu-profile none: flat matmuls, the A100's and RTX PRO 6000's kernel floors at its
+    # clock, bandwidth share 0.8) fall at TPOT −44.723% … +6.6% and TTFT −94.030% … −10.1% — one GPU, too few for a
+    # quantile — widened to the measured band's +11.751% and +13.928% above: TPOT [1/1.11751, 1/(1 − 0.44723)] =
+    # [0.89484, 1.80907], TTFT [1/1.13928, 1/(1 − 0.94030)] = [0.87775, 16.7512]. No L40S run is in the data, so
+    # L40S gets it
     l40s = cli_json(*ARGS, "--gpu", "L40S")
-    assert _multipliers(l40s, "tpot_mean") == pytest.approx((0.89484, 2.22622), abs=1e-5)
-    assert _multipliers(l40s, "ttft_mean") == pytest.approx((0.87775, 24.6138), abs=1e-4)
+    assert _multipliers(l40s, "tpot_mean") == pytest.approx((0.89484, 1.80907), abs=1e-5)
+    assert _multipliers(l40s, "ttft_mean") == pytest.approx((0.87775, 16.7512), abs=1e-4)
     src = l40s["error_bands"]["tpot_mean"]["source"]
-    assert "no measured run on NVIDIA L40S: the unmeasured-GPU band -55.1% … +11.8%, from 31 measured points of 13 " \
+    assert "no measured run on NVIDIA L40S: the unmeasured-GPU band -44.7% … +11.8%, from 31 measured points of 13 " \
            "deployments on 1 GPU, each GPU held out in turn" in src
     assert "too few held-out GPUs for a split-conformal 80% quantile (1 GPU, 31 values" in src
     assert "unmeasured-GPU" not in h100["error_bands"]["tpot_mean"]["source"]

@@ -42,8 +42,8 @@ from kvledger.accounting.vidur_profiles import SAME_DIE
 from kvledger.catalog.gpu_measured import REFERENCE_GPU, boost_clock, hbm_measured
 
 __all__ = ["DEFAULT_BANDWIDTH_FRACTION", "REF_SHAPE", "has_measured_tables", "carried_params", "layer_floor_s",
-           "loo_errors", "carried_range", "CARRIED_OPS", "carried_layer_kernel_fit", "carried_bandwidth",
-           "bandwidth_words"]
+           "loo_errors", "carried_range", "CARRIED_OPS", "unprofiled_sources", "carried_layer_kernel_fit",
+           "carried_bandwidth", "bandwidth_words"]
 
 DEFAULT_BANDWIDTH_FRACTION = 0.8  # the roofline's flat share (settings.PlanSettings), validated on the H100 SXM
 #: the ops carried: the residual add runs inside vLLM's RMSNorms (module doc)
@@ -104,20 +104,31 @@ def carried_range() -> tuple[float, float]:
     return min(e), max(e)
 
 
+def unprofiled_sources(gpu_id: str) -> tuple[str, ...]:
+    """The profiled GPUs whose floors carry to ``gpu_id`` priced as if nobody had profiled it: all of them but the GPU
+    itself and the GPUs of its die (``SAME_DIE``: an H200's are the H100's own)."""
+    die = SAME_DIE.get(gpu_id, gpu_id)
+    return tuple(g for g in sorted(PROFILED_GPU) if g != die and SAME_DIE.get(g, g) != die)
+
+
 @functools.cache
-def carried_layer_kernel_fit(gpu_id: str) -> LayerKernelFit | None:
-    """The floors carried to a GPU without measured tables (module doc), None for a GPU with them. Its
-    ``loso_median`` is the median |error| leaving one profiled GPU out. NVIDIA and AMD GPUs only: a TPU's or Gaudi's
-    compiled graphs fuse these ops, so nothing measured carries to them."""
-    if has_measured_tables(gpu_id) or not gpu_id.startswith(("nvidia_", "amd_")):
+def carried_layer_kernel_fit(gpu_id: str, as_unprofiled: bool = False) -> LayerKernelFit | None:
+    """The floors carried to a GPU without measured tables (module doc), None for a GPU with them unless
+    ``as_unprofiled`` (``--gemm-efficiency carried``: any GPU priced as if nobody had profiled it, from the other
+    profiled GPUs' floors, ``unprofiled_sources``). Its ``loso_median`` is the median |error| leaving one profiled GPU
+    out. NVIDIA and AMD GPUs only: a TPU's or Gaudi's compiled graphs fuse these ops, so nothing measured carries to
+    them."""
+    if (has_measured_tables(gpu_id) and not as_unprofiled) or not gpu_id.startswith(("nvidia_", "amd_")):
         return None
-    sources = tuple(sorted(PROFILED_GPU))
+    sources = unprofiled_sources(gpu_id)
     clock = boost_clock(gpu_id)
     at = (f"at this GPU's {clock[0] / 1e6:,.0f} MHz boost clock" if clock else
           f"at the H100 SXM's {_clock_hz(REFERENCE_GPU) / 1e6:,.0f} MHz (the catalog has no clock for this GPU)")
     lo, hi = carried_range()
     errs = sorted(abs(e) for e in loo_errors().values())
-    source = (f"carried, no operator profile of this GPU: the measured floors of the "
+    why = ("--gemm-efficiency carried, priced as if nobody had profiled this GPU (its own and its die's floors left "
+           "out)" if has_measured_tables(gpu_id) else "no operator profile of this GPU")
+    source = (f"carried, {why}: the measured floors of the "
               f"{', '.join(_NAMES[g] for g in sources)} (Vidur; LLMServingSim's vLLM 0.19 profiles) in SM cycles at "
               f"each one's boost clock, averaged per op, {at}; leaving one profiled GPU out the per-layer floor is "
               f"off by {lo:+.0%}…{hi:+.0%}, its range here (kvledger.accounting.carried_kernels)")
@@ -125,24 +136,26 @@ def carried_layer_kernel_fit(gpu_id: str) -> LayerKernelFit | None:
                           errs[len(errs) // 2], errs[-1], 0.0, False)
 
 
-def carried_bandwidth(gpu) -> float | None:
+def carried_bandwidth(gpu, as_unprofiled: bool = False) -> float | None:
     """The bandwidth share a GPU without measured tables carries from its measured BabelStream Copy (module doc), None
-    where it has tables, no measured row, or a bandwidth other than the catalog's (``--gpu-bandwidth``)."""
+    where it has tables (unless ``as_unprofiled``: ``--gemm-efficiency carried``), no measured row, or a bandwidth
+    other than the catalog's (``--gpu-bandwidth``)."""
     from kvledger.catalog.gpus import get_gpu
 
     m, ref = hbm_measured(gpu.gpu_id), hbm_measured(REFERENCE_GPU)
-    if m is None or has_measured_tables(gpu.gpu_id) or gpu.hbm_bandwidth_bytes_per_s != get_gpu(
+    if m is None or (has_measured_tables(gpu.gpu_id) and not as_unprofiled) or gpu.hbm_bandwidth_bytes_per_s != get_gpu(
             gpu.gpu_id).hbm_bandwidth_bytes_per_s:
         return None
     ref_peak = get_gpu(REFERENCE_GPU).hbm_bandwidth_bytes_per_s
-    share = DEFAULT_BANDWIDTH_FRACTION * (m.copy_bytes_per_s / gpu.hbm_bandwidth_bytes_per_s) / (
-        ref.copy_bytes_per_s / ref_peak)
+    share = DEFAULT_BANDWIDTH_FRACTION * (m.copy_bytes_per_s * ref_peak) / (  # the H100: 0.8 exactly
+        ref.copy_bytes_per_s * gpu.hbm_bandwidth_bytes_per_s)
     return min(share, 1.0)
 
 
-def bandwidth_words(gpu, fraction: float) -> str:
-    """Where an uncalibrated roofline's bandwidth share came from, for the step cost's source."""
-    share = carried_bandwidth(gpu)
+def bandwidth_words(gpu, fraction: float, as_unprofiled: bool = False) -> str:
+    """Where an uncalibrated roofline's bandwidth share came from, for the step cost's source (``as_unprofiled``:
+    ``--gemm-efficiency carried``, as on a GPU nobody profiled)."""
+    share = carried_bandwidth(gpu, as_unprofiled)
     if share is not None and abs(share - fraction) < 1e-12:
         m, ref = hbm_measured(gpu.gpu_id), hbm_measured(REFERENCE_GPU)
         from kvledger.catalog.gpus import get_gpu
@@ -151,7 +164,7 @@ def bandwidth_words(gpu, fraction: float) -> str:
         return (f"bandwidth share {share:.3f}: 0.8 × this GPU's measured BabelStream Copy share of peak "
                 f"({m.copy_bytes_per_s / 1e12:.2f} TB/s of {gpu.hbm_bandwidth_bytes_per_s / 1e12:g}) ÷ the H100 "
                 f"SXM's ({ref.copy_bytes_per_s / 1e12:.2f} of {ref_peak / 1e12:g}), {m.source}")
-    if has_measured_tables(gpu.gpu_id) or hbm_measured(gpu.gpu_id) is not None:
+    if (has_measured_tables(gpu.gpu_id) and not as_unprofiled) or hbm_measured(gpu.gpu_id) is not None:
         return ""
     return (f"bandwidth share {fraction:g} of peak: the default; the catalog holds no measured sustained bandwidth "
             f"for {gpu.name}")

@@ -52,7 +52,7 @@ __all__ = ["GemmCurve", "MeasuredGemm", "gemm_curve", "fit_gemm_curve", "curve_p
            "VIDUR_GPU", "SAME_DIE", "GRID_M", "curve_applies",
            "curve_prices", "curve_span", "vidur_profile_dir"]
 
-GEMM_MODES = ("flat", "measured")
+GEMM_MODES = ("flat", "measured", "carried")  # carried: flat, priced as a GPU nobody profiled (carried_kernels)
 GRID_M = (192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
 MIN_POINTS = 6
 READ_MARGIN = 1.1  # a point is kept where the measured time exceeds this × the weight read at the GEMV's bandwidth

@@ -50,6 +50,14 @@ def gpu_profile_dict(fit: GpuFit, per_run: list[dict[str, Any]], paths: list[str
             "runs": per_run, "data_files": list(paths)}
 
 
+def _refuse_carried(args) -> None:
+    """--gemm-efficiency carried prices a GPU as if nobody had profiled it: a profile stores flat or measured
+    (``gpu_profile.py``), so none is fitted with it. Raises InputError."""
+    if getattr(args, "gemm_efficiency", None) == "carried":
+        raise InputError("--gemm-efficiency carried prices a GPU as if nobody had profiled it, so no GPU profile is "
+                         "fitted with it: use flat or measured with --scope gpu")
+
+
 def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | None = None,
                         fit_frontend: bool = False, fit_host: bool = False,
                         leave_one_out: bool = False, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
@@ -68,6 +76,7 @@ def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | Non
     if args.kv_pool_source:
         raise InputError("--startup-log sets one server's KV pool, but --scope gpu fits runs of several models and "
                          "servers: give it with --scope model (one model's runs)")
+    _refuse_carried(args)
     staged, model_notes = gpu_setups(paths, args, client_concurrency)
     folds = iter(range(len(staged) + 1))
 

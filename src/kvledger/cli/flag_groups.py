@@ -213,7 +213,9 @@ class EngineFlags(SglangNames):
         "Roofline weight matmuls: measured (the fraction scales the GPU's measured efficiency against tokens in the "
         "step and GEMM size, from operator profiles of the A100, H100 and RTX PRO 6000; without a fraction or "
         "profile, as measured; each layer's norm, RoPE, activation and add kernels priced too; flat on other GPUs) "
-        "or flat (one FLOP fraction, no kernel term). Default: the GPU profile's, else measured."))
+        "or flat (one FLOP fraction, no kernel term), or carried (as a GPU nobody profiled: flat, with the kernel "
+        "floors and bandwidth share carried from the other profiled GPUs; with --gpu-profile none). Default: the GPU "
+        "profile's, else measured."))
     ep_size: int | None = flag("--ep-size", "--expert-parallel-size", help=(
         "SGLang's expert-parallel size: 1 simulates as without it; other sizes are not modelled and refused, naming "
         "what applies to the model (a MoE model: --enable-expert-parallel; a dense one: --tp or data parallelism)."))

@@ -1,13 +1,15 @@
 """The error band of a figure on a GPU with no measured run: leave one GPU out.
 
 The regime bands (``error_band``) come from deployments on the few GPUs the project has measured runs of. A figure on
-another GPU (an L40S, an H200, an MI300X) is priced with nothing measured of that GPU — no GPU profile, no operator
-profile's matmul curve: the roofline at 0.7 of peak FLOP/s and 0.8 of peak bandwidth — and its error is a new draw of
-*the GPU's* error, which the regime bands, pooled over deployments of measured GPUs, do not hold.
+another GPU (an L40S, an H200, an MI300X) is priced with nothing measured of that GPU's serving — no GPU profile, no
+operator profile's matmul curve: the roofline at 0.7 of peak FLOP/s, the layer-kernel floors carried from the profiled
+GPUs and the bandwidth share carried from its measured copy bandwidth (``accounting/carried_kernels.py``) — and its
+error is a new draw of *the GPU's* error, which the regime bands, pooled over deployments of measured GPUs, do not
+hold.
 
 ``benchmarks/gpu_holdout.py`` (``python benchmarks/validate_all.py --sections lodo --write-bands``) holds out every run
-of one GPU in turn and prices it so (no profile, flat matmul efficiency: what the held-out GPU would have had, had
-nobody measured it), and collects the errors per regime and metric, each tagged with its GPU. From them
+of one GPU in turn and prices it so (``--gemm-efficiency carried --gpu-profile none``: what the held-out GPU would
+have had, had nobody measured it), and collects the errors per regime and metric, each tagged with its GPU. From them
 :func:`held_out_gpu_interval` takes the 80% band: split-conformal ranks with each GPU weighted once
 (``kvledger.ledgers.conformal``) where nine GPUs and ten values stand behind it; below that no rank reaches 80%
 ((k − 1)/(k + 1) < 0.8), and the band is the widest defensible envelope, said so: the held-out errors' smallest …
@@ -105,6 +107,7 @@ def widened(regime: str, q: tuple[float, float], found: tuple[str, dict[str, Any
     short = (f"no measured run on {gpu_name}: the unmeasured-GPU band {e['q10']:+.1%} … {e['q90']:+.1%}{lent}, from "
              f"{e['num_runs']} measured points of {e['num_deployments']} deployments on {k} GPU{'s' * (k != 1)}, "
              "each GPU held out in turn")
-    detail = (f"and priced with no GPU profile and flat matmul efficiency; {e['method']}; this band widened, per side, "
-              f"to {lo:+.1%} … {hi:+.1%}")
+    detail = (f"and priced with no GPU profile, flat matmul efficiency and the kernel floors and bandwidth share "
+              f"carried from the other profiled GPUs; {e['method']}; this band widened, per side, to {lo:+.1%} … "
+              f"{hi:+.1%}")
     return lo, hi, short, detail

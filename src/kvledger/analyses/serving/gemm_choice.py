@@ -7,7 +7,12 @@ from typing import Any
 
 from kvledger.errors import InputError
 
-__all__ = ["gemm_mode", "gemm_curve_of", "layer_kernels_words", "carried_terms", "carried_words"]
+__all__ = ["carried", "gemm_mode", "gemm_curve_of", "layer_kernels_words", "carried_terms", "carried_words"]
+
+
+def carried(a: Any) -> bool:
+    """``--gemm-efficiency carried``: price the GPU as if nobody had profiled it (``carried_kernels``)."""
+    return getattr(a, "gemm_efficiency", None) == "carried"
 
 
 def gemm_mode(a: Any, prof) -> str:
@@ -16,8 +21,11 @@ def gemm_mode(a: Any, prof) -> str:
     share of peak, as its help says, not a scale on a curve the user did not ask for), else "measured"
     (``gemm_curve_of`` falls back to flat on a GPU nobody profiled).
 
+    "carried" prices any GPU as if nobody had profiled it (flat matmuls, the layer-kernel floors and bandwidth share
+    carried from the other profiled GPUs: ``carried_kernels``), so no GPU profile may price it.
+
     Raises:
-        InputError: an unknown mode, or a mode other than the one the GPU profile was fitted with.
+        InputError: an unknown mode, a mode other than the one the GPU profile was fitted with, carried with a profile.
     """
     from kvledger.accounting.gemm_efficiency import GEMM_MODES
 
@@ -25,6 +33,9 @@ def gemm_mode(a: Any, prof) -> str:
     if mode is not None and mode not in GEMM_MODES:
         raise InputError(f"--gemm-efficiency {mode!r}: choose {' or '.join(GEMM_MODES)}")
     have = getattr(prof, "gemm_efficiency", "flat") if prof is not None else None
+    if mode == "carried" and have is not None:
+        raise InputError(f"--gemm-efficiency carried prices the GPU as if nobody had profiled it, but a GPU profile "
+                         f"prices this run ({prof.label}): add --gpu-profile none")
     if mode is not None and have is not None and mode != have:
         raise InputError(f"--gemm-efficiency {mode}, but the GPU profile pricing this run ({prof.label}) was fitted "
                          f"with {have} matmul efficiency, so its FLOP fraction means another thing: pass "
@@ -57,12 +68,14 @@ def layer_kernels_words(lk: Any) -> str:
 def carried_terms(a: Any, gpu, prof) -> dict[str, Any]:
     """The roofline's ``carried_fit`` where the measured pricing (the default) meets a GPU without measured tables:
     the layer-kernel floors carried from the profiled GPUs (``accounting/carried_kernels.py``); {} otherwise (flat
-    mode, as on a profiled GPU, has no floors)."""
-    if gemm_mode(a, prof) != "measured":
+    mode, as on a profiled GPU, has no floors); with ``--gemm-efficiency carried`` on any GPU, the floors carried from
+    the other profiled GPUs as if nobody had profiled it."""
+    mode = gemm_mode(a, prof)
+    if mode not in ("measured", "carried"):
         return {}
     from kvledger.accounting.carried_kernels import carried_layer_kernel_fit
 
-    fit = carried_layer_kernel_fit(gpu.gpu_id)
+    fit = carried_layer_kernel_fit(gpu.gpu_id, as_unprofiled=mode == "carried")
     return {} if fit is None else {"carried_fit": fit}
 
 
@@ -77,5 +90,5 @@ def carried_words(cost: Any, gpu, a: Any) -> str:
         out += (f"; each layer's {kernel_words(lk.ops)} kernels at their floors ({lk.step_s(1) * 1e3:.2f} ms a step "
                 f"at 1 token): {lk.fit.source}")
     words = "" if getattr(a, "achievable_bandwidth_fraction", None) is not None else bandwidth_words(
-        gpu, cost.bandwidth_fraction)
+        gpu, cost.bandwidth_fraction, carried(a))
     return out + (f"; {words}" if words else "")

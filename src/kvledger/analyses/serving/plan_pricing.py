@@ -26,7 +26,7 @@ class PricingFlags:
 
     Attributes:
         gpu_profile: ``--gpu-profile`` (None: the GPU's bundled default profile, if any; "none"; a file).
-        gemm_efficiency: ``--gemm-efficiency`` (None: the profile's mode, else flat).
+        gemm_efficiency: ``--gemm-efficiency`` (None: the profile's mode, else measured; carried: as unprofiled).
         achievable_flops_fraction / achievable_bandwidth_fraction: the fractions as given, 0–1 (None: not given;
             both given: no GPU profile).
         allreduce_link_share: ``--allreduce-link-share``, the TP all-reduces' share of their link, in (0, 1] (None: the
@@ -74,8 +74,9 @@ def plan_fractions(a: Any, gpu, model: Any = None) -> dict[str, float | None]:
         fractions["achievable_flops_fraction"] = 1.0  # the measured curve as measured (gemm_efficiency.py)
     if prof is None and a.achievable_bandwidth_fraction is None:  # a GPU without measured tables: its measured share
         from kvledger.accounting.carried_kernels import carried_bandwidth
+        from kvledger.analyses.serving.gemm_choice import carried
 
-        fractions["achievable_bandwidth_fraction"] = carried_bandwidth(gpu)  # None: the default (carried_kernels.py)
+        fractions["achievable_bandwidth_fraction"] = carried_bandwidth(gpu, carried(a))  # None: the default 0.8
     return fractions
 
 

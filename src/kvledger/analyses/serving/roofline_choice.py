@@ -89,7 +89,7 @@ def roofline_step_cost(a: Any, plan, overlap_cpu: bool, batching: str, cal: Any)
             if prof is not None else {"priced_by": UNCALIBRATED_PRICED_BY})
     if off_engine:
         data["engine_mismatch"] = off_engine
-    data["gemm_efficiency"] = "measured" if curve is not None else "flat"
+    data["gemm_efficiency"] = "measured" if curve is not None else "carried" if gc.carried(a) else "flat"
     hs = getattr(cost, "host_step_s", 0.0), getattr(cost, "host_seq_s", 0.0)
     if hs[0] or hs[1]:  # only a profile fitted with host terms prints them (the others' output is unchanged)
         data.update({"host_step_s": hs[0], "host_seq_s": hs[1]})
@@ -172,6 +172,9 @@ def _gemm_hint(a: Any, plan, prof: Any, curves: tuple[Any, Any], cost: Any) -> s
     FLOP fraction given alone, --gemm-efficiency flat, a GPU without a curve); "" when there is nothing to say."""
     offered, curve = curves
     given = getattr(a, "gemm_efficiency", None)
+    if gc.carried(a):
+        return ("; carried (--gemm-efficiency carried): priced as if nobody had profiled this GPU, every matmul at "
+                "the flat FLOP fraction of peak, with what a GPU without measured tables carries")
     if curve is not None:
         text = (f"; the measured GEMM efficiency against tokens per step and N·K: {curve.source}, leave-one-shape-out "
                 f"error {curve.loso_abs:.3f} of peak (attention at the FLOP fraction × its {curve.grid[-1]:,}-token "
