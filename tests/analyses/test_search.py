@@ -220,7 +220,7 @@ def test_ranking_margin_says_when_the_runner_up_is_inside_the_capacity_band():
 
     # $1,100 vs $1,000: the runner-up is 10% dearer, inside the uncalibrated roofline capacity band's wider side
     # (error_bands.json throughput −10.65 … +22.58%, a t prediction interval over the nine deployments driven past
-    # saturation: capacity ×1/1.2258 = ×0.8158, 1 − 0.8158 = 18.4%)
+    # saturation: capacity ×1/1.22576 = ×0.81582, 1 − 0.81582 = 18.4%)
     m = ranking_margin([e("a", 1000.0), e("b", 1100.0)], "roofline")
     assert m.runner_up == "b" and m.gap == pytest.approx(0.1) and m.could_flip
     assert m.band == pytest.approx(1 - 1 / 1.2257610123633852)
@@ -298,7 +298,7 @@ def test_ranking_margin_without_a_stored_band_takes_the_priced_regimes_not_the_u
     # band q10 −11.59%, q90 +13.10% (error_bands.json cross_model, 15 points; the profile's in-sample throughput
     # errors +0.6% and −0.5% lie inside): capacity multipliers low = 1/1.1310 = 0.8841 to high = 1/0.8841 = 1.1310.
     # A runner-up 1.25× dearer can swap inside it (1.1310 / 0.8841 = 1.279× > 1.25×); the step cost's scope alone
-    # (the uncalibrated band's wider side, 1 − 1/1.2258 = 18.4% < 25%) says it cannot.
+    # (the uncalibrated band's wider side, 1 − 1/1.2232 = 18.2% < 25%) says it cannot.
     from types import SimpleNamespace
 
     from kvledger.analyses.search.bands import search_band
