@@ -30,7 +30,7 @@ import math
 from collections.abc import Callable
 
 from kvledger.dynamics.cluster import Arrivals
-from kvledger.dynamics.engine.request_state import SimRequest, accept
+from kvledger.dynamics.engine.request_state import SimRequest, admit_due
 from kvledger.dynamics.replica import Replica
 
 __all__ = ["STATS_INTERVAL_S", "DpBalancer", "balancer_rule", "run_lockstep"]
@@ -98,20 +98,13 @@ def run_lockstep(source, ranks: list[Replica], route: Callable, step_time_s: Cal
                 break
             clock, sched_s = max(clock, t), None  # the wave ended: no rank steps until this arrival
         bound = clock if sched_s is None else sched_s
-        while arr.next_time() <= bound:
-            spec, user = arr.pop()
-            req = accept(uid, spec, cfg.max_model_len, cfg.caps_output, cfg.sglang_max_req_len)
-            if req.__class__ is not SimRequest:
-                out.append((uid, req))
-                if user >= 0:
-                    arr.send(spec.arrival_s + think, user)
-            else:
-                users[uid] = user
-                k = route(ranks, req)
-                ranks[k].add(req)
-                if rank_of is not None:
-                    rank_of[uid] = k
-            uid += 1
+        admitted, uid = admit_due(arr, bound, uid, cfg, think, out)
+        for u, user, req in admitted:  # routed in arrival order, each seeing the ranks as the ones before left them
+            users[u] = user
+            k = route(ranks, req)
+            ranks[k].add(req)
+            if rank_of is not None:
+                rank_of[u] = k
         for r in ranks:
             if not r.has_work:
                 r.wake(clock)  # an idle rank: its last step's output processed

@@ -34,7 +34,7 @@ from typing import Any
 
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.cluster import Arrivals
-from kvledger.dynamics.engine.request_state import FINISHED, SimRequest, accept
+from kvledger.dynamics.engine.request_state import FINISHED, SimRequest, admit_due
 from kvledger.dynamics.replica import Replica
 
 __all__ = ["PipelineReplica", "run_pipeline", "pipeline_facts"]
@@ -158,17 +158,10 @@ def run_pipeline(source, rep: PipelineReplica, progress: Callable[[int, int], No
             if t == math.inf:
                 break
             clock = max(clock, t)
-        while arr.next_time() <= clock:
-            spec, user = arr.pop()
-            req = accept(uid, spec, cfg.max_model_len, cfg.caps_output, cfg.sglang_max_req_len)
-            if req.__class__ is not SimRequest:
-                out.append((uid, req))
-                if user >= 0:
-                    arr.send(spec.arrival_s + think, user)
-            else:
-                users[uid] = user
-                rep.add(req)
-            uid += 1
+        admitted, uid = admit_due(arr, clock, uid, cfg, think, out)
+        for u, user, req in admitted:
+            users[u] = user
+            rep.add(req)
         rep.now_s = clock
         if len(rep.flight) < rep.pp and (rep.sched.running or rep.sched.waiting) and rep.schedule_batch(clock):
             continue  # a batch queued and the queue not full: schedule again at once

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.records import RequestRecord
 
-__all__ = ["SimRequest", "WAITING", "RUNNING", "PREEMPTED", "FINISHED", "rejected_record", "accept", "refused"]
+__all__ = ["SimRequest", "WAITING", "RUNNING", "PREEMPTED", "FINISHED", "rejected_record", "accept", "refused",
+           "admit_due"]
 
 WAITING, RUNNING, PREEMPTED, FINISHED = "waiting", "running", "preempted", "finished"
 
@@ -113,3 +116,22 @@ def rejected_record(spec: RequestSpec, max_model_len: int, cap_output: bool = Fa
                f"exceeds max_model_len={max_model_len} (vLLM refuses such a request at input validation)")
     return RequestRecord(spec.request_id, spec.arrival_s, spec.num_prompt_tokens, 0, finish_s=spec.arrival_s,
                          num_cached_tokens=None, num_preemptions=0, error=msg)
+
+
+def admit_due(arr: Any, bound_s: float, uid: int, cfg: Any, think_s: float,
+              out: list) -> tuple[list[tuple[int, int, SimRequest]], int]:
+    """Pop every arrival of ``arr`` (``cluster.Arrivals``) due at or before ``bound_s``, in order: each one ``accept``
+    refuses goes to ``out`` as (uid, its rejection) and, from a closed-loop user, sends that user's next request
+    after ``think_s``; the rest come back as (uid, user, request) to be placed by the caller, with the next uid."""
+    admitted = []
+    while arr.next_time() <= bound_s:
+        spec, user = arr.pop()
+        req = accept(uid, spec, cfg.max_model_len, cfg.caps_output, cfg.sglang_max_req_len)
+        if req.__class__ is not SimRequest:
+            out.append((uid, req))
+            if user >= 0:
+                arr.send(spec.arrival_s + think_s, user)
+        else:
+            admitted.append((uid, user, req))
+        uid += 1
+    return admitted, uid
