@@ -33,19 +33,19 @@ def capacity_basis_text(goodput_req_per_s: float, *, simulated: bool, burst: boo
             "and overstates the self-hosted cost")
 
 
+_MEASURE_SWEEP = "measure a rate sweep and price at its SLO boundary (kvledger goodput FILES… --target 0.9)"
+
+
 def one_batch(reason: str, *, simulated: bool) -> str:
     """The warning on a burst the engine ran as one batch (``burst_read``): its goodput is that batch's drain."""
-    fix = (_RERUN_SIMULATED if simulated else
-           "measure a rate sweep and price at its SLO boundary (kvledger goodput FILES… --target 0.9), or a burst "
-           "larger than the engine runs at once")
+    fix = _RERUN_SIMULATED if simulated else f"{_MEASURE_SWEEP}, or a burst larger than the engine runs at once"
     return (f"the run is ONE BATCH: {reason}; a larger burst or a sustained rate may serve more, so the self-hosted "
             f"cost per token may be overstated; {fix}")
 
 
 def under_loaded(reason: str, *, simulated: bool) -> str:
-    fix = (_RERUN_SIMULATED if simulated else
-           "measure a rate sweep and price at its SLO boundary (kvledger goodput FILES… --target 0.9), or simulate it "
-           "(kvledger cost --simulate MODEL --gpu GPU …)")
+    fix = _RERUN_SIMULATED if simulated else \
+        f"{_MEASURE_SWEEP}, or simulate it (kvledger cost --simulate MODEL --gpu GPU …)"
     return (f"the run looks UNDER-LOADED: {reason}. Its goodput is the offered load, not the replica's capacity, so "
             f"capacity is likely higher and the self-hosted cost per token overstated; {fix}")
 
