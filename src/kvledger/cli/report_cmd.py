@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from kvledger.cli.dp_flags import SimDataParallelFlags
-from kvledger.cli.flag_groups import GroupUse, with_groups
+from kvledger.cli.flag_groups import GroupUse, TierFlags, with_groups
 from kvledger.cli.report_flags import (
     ReportBillFlags,
     ReportEngineFlags,
@@ -47,7 +47,14 @@ _GROUPS = {"run": ReportRunFlags, "engine": ReportEngineFlags, "bill": ReportBil
            "dp": SimDataParallelFlags}  # vLLM's DP ranks of a MoE model in lock-step, as cost --simulate (dp_flags.py)
 
 
-@with_groups(**{name: GroupUse(cls, first_spelling=True) for name, cls in _GROUPS.items()})
+def _tier_use() -> GroupUse:
+    """simulate's tier flags, SGLang's named with the report's --engine (its --policy there)."""
+    from kvledger.cli.sim_opts import TIER_HELP
+
+    return GroupUse(TierFlags, help={k: v.replace("--policy", "--engine") for k, v in TIER_HELP.items()})
+
+
+@with_groups(**{name: GroupUse(cls, first_spelling=True) for name, cls in _GROUPS.items()}, tiers=_tier_use())
 def report(
     model: str = typer.Argument(..., help="Bundled model (HF id or alias), a config.json path or a Hub id."),
     gpu: str = typer.Option(..., "--gpu", help="Catalog GPU (see `kvledger gpus`)."),
@@ -57,6 +64,7 @@ def report(
     bill: ReportBillFlags = ReportBillFlags(),
     outs: ReportOutFlags = ReportOutFlags(),
     dp: SimDataParallelFlags = SimDataParallelFlags(),
+    tiers: TierFlags = TierFlags(),
 ) -> None:
     """One self-contained HTML decision report: build or buy, what the engine saves, the KV bottleneck, latency and
     goodput against load.
@@ -64,7 +72,8 @@ def report(
     Runs the SLO-capacity search of `cost --simulate` (--num-requests per probe), a latency sweep at
     0.25–1.5 × the capacity, and static-batching and contiguous-KV runs at the capacity rate, all with
     vLLM's memory plan and scheduler, or with --engine sglang SGLang's (its plan, pool and scheduler in every
-    section; the static and contiguous runs, vLLM's presets, are then left out). Every
+    section; the static and contiguous runs, vLLM's presets, are then left out). KV tier flags (as simulate takes
+    them) add the tiers to the plan and run the capacity's requests again with them. Every
     figure has its numbers in a table beside it and its sources; the commands whose --json each
     section equals are listed at the end.
     """
@@ -79,7 +88,7 @@ def report(
     keys = [k for _, _, ks in SECTIONS for k in ks]
     out = html_out(o)  # with --json, no HTML unless --out is given
     _check_outputs(out, o, keys, [model, gpu, *paths_in(run, engine, bill), *(o.bench or [])])
-    req = report_request(model, gpu, slo, run, engine, bill, o.bench, dp)
+    req = report_request(model, gpu, slo, run, engine, bill, o.bench, dp, _tiers(tiers, gpu, engine.tp))
     if req.api is None:  # the report compares with an API: refuse before the simulations, as cost --simulate does
         from kvledger.catalog.api_match import require_api_row
 
@@ -98,6 +107,15 @@ def report(
     for path, data_png in pngs:
         write_bytes_atomic(path, data_png)
     _print(data, o, engine.client_latency, count, out)
+
+
+def _tiers(tiers: TierFlags, gpu: str, tp: int | None) -> Any:
+    """The tier flags' ``TierSettings`` (None: none given), their sizes held to one node's before any work."""
+    from kvledger.cli.tier_opts import check_tier_sizes, tier_settings, tiers_given
+
+    tier = tier_settings(tiers) if tiers_given(tiers) else None
+    check_tier_sizes(tier, gpu, tp or 1)
+    return tier
 
 
 def _print(data: ReportData, o: ReportOutFlags, client_latency: str | None, count: int, out: Path | None) -> None:

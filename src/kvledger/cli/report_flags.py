@@ -45,6 +45,7 @@ class ReportRunFlags:
         "Requests per simulation (each probe of the capacity search, each sweep point)."))
     seed: int = flag("--seed", default=0, help="RNG seed of the workload.")
     shared_prefix_tokens: int | None = flag_like(WorkloadFlags, "shared_prefix_tokens")
+    document_pool: str | None = flag_like(WorkloadFlags, "document_pool")  # simulate's RAG workload: K:L[:zipf=S]
     target: float = flag("--target", default=0.9, help="Share of requests within the SLO at the capacity, (0, 1].")
 
 
@@ -154,10 +155,11 @@ def refuse_out_suffix(out: Path) -> None:
 
 
 def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportEngineFlags, b: ReportBillFlags,
-                   bench: list[Path] | None, dp: Any = None) -> Any:
+                   bench: list[Path] | None, dp: Any = None, tier: Any = None) -> Any:
     """The ``decision_data.ReportRequest`` of the flags (the engine settings given, by name); ``dp``
     (``SimDataParallelFlags``): vLLM's DP ranks of a MoE model, checked on the path cost --simulate takes
-    (``dp_flags.with_dp``) and set in every plan and simulation of the report."""
+    (``dp_flags.with_dp``) and set in every plan and simulation of the report; ``tier``: the KV tiers' settings
+    (``tier_opts.tier_settings``; None: none), sized by the plan and run at the capacity (``report_tiers``)."""
     from kvledger.analyses.serving.decision_data import ReportRequest
     from kvledger.catalog.given_prices import one_gpu_usd
     from kvledger.errors import InputError
@@ -188,8 +190,10 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
                                 ("gemm_efficiency", e.gemm_efficiency),
                                 ("allreduce_link_share", e.allreduce_link_share), ("wddm", e.wddm or None),
                                 ("client_latency", e.client_latency),
-                                # the workload's system prompt, a SimRequestArgs field every simulation takes too
-                                ("shared_prefix_tokens", r.shared_prefix_tokens)) if v is not None}
+                                # the workload's system prompt and document pool, SimRequestArgs fields every
+                                # simulation takes too
+                                ("shared_prefix_tokens", r.shared_prefix_tokens),
+                                ("document_pool", r.document_pool)) if v is not None}
     if dp is not None and (dp.data_parallel_size or 1) > 1:
         engine["data_parallel_size"] = dp.data_parallel_size
     if dp is not None and dp.all2all_backend:  # vLLM's, in every plan and simulation of the report (vllm_all2all)
@@ -205,7 +209,7 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
                          engineer_usd_per_month=b.engineer_usd, bench_files=tuple(str(x) for x in bench or ()),
                          monthly_tokens=b.monthly_tokens, monthly_requests=b.monthly_requests,
                          monthly_input_tokens=b.monthly_input_tokens, monthly_output_tokens=b.monthly_output_tokens,
-                         peak_to_mean=b.peak_to_mean, with_engine_savings=engine.get("policy") is None)
+                         peak_to_mean=b.peak_to_mean, with_engine_savings=engine.get("policy") is None, tier=tier)
     if "data_parallel_size" in engine:
         from kvledger.analyses.serving.decision_data import sim_args
         from kvledger.cli.dp_flags import with_dp

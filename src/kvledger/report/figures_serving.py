@@ -292,6 +292,9 @@ def _skipped_sentence(row: dict) -> str:
 def serving_figures(data: ReportData, keys: Collection[str] | None = None) -> list[Figure]:
     """The serving and cost figures present in ``data`` (the sweep and the engine comparison are optional; only those
     named in ``keys`` when given)."""
+    from kvledger.report.figures_tiers import kv_tier_hits
+
     makers = [cost_by_utilization, cost_by_volume, *([latency_by_rate] if data.rate_sweep else []),
-              goodput_by_rate, *([engine_savings] if data.engine_savings else [])]
+              goodput_by_rate, *([engine_savings] if data.engine_savings else []),
+              *([kv_tier_hits] if data.kv_tiers else [])]
     return [m(data) for m in makers if keys is None or m.__name__ in keys]

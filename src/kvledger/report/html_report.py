@@ -31,6 +31,7 @@ SECTIONS = (
     ("kv-bottleneck", "The KV bottleneck: capacity and bandwidth", ("memory_waterfall", "concurrency_by_context",
                                                                     "decode_roofline")),
     ("latency", "Latency and goodput against load", ("latency_by_rate", "goodput_by_rate")),
+    ("kv-tiers", "KV tiers and prefix reuse at the capacity", ("kv_tier_hits",)),  # with tier flags or a document pool
 )
 
 _CSS = (

@@ -10,14 +10,14 @@ volume use the break-even formulas of ``kvledger.ledgers.breakeven`` on the same
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kvledger.analyses.serving.cost_curves import utilization_curve, volume_curve
 from kvledger.analyses.serving.engine_compare import BASELINES, engine_savings, skipped_row
 from kvledger.analyses.serving.report_data import ReportData
+from kvledger.analyses.serving.report_price import pick_gpu_rate
+from kvledger.analyses.serving.report_tiers import check_report_pool, tier_section
 from kvledger.analyses.serving.report_workload import (
     CONTEXTS,
     plan_contexts,
@@ -44,7 +44,8 @@ class ReportRequest:
     where ``prompt_lengths``/``output_lengths`` (and ``arrival_cv``) are given, that synthetic one, as ``cost
     --simulate`` takes it (``report_workload.report_synthetic``);
     ``engine`` holds vLLM engine flags by ``SimRequestArgs`` field name (tp, max_model_len,
-    gpu_memory_utilization, kv_cache_dtype, max_num_seqs, engine_version, …).
+    gpu_memory_utilization, kv_cache_dtype, max_num_seqs, engine_version, shared_prefix_tokens, document_pool, …);
+    ``tier``: the KV tiers the plan sizes and the section at the capacity runs (``report_tiers``).
     """
 
     model: str
@@ -80,6 +81,7 @@ class ReportRequest:
     bench_files: tuple[str, ...] = ()
     with_engine_savings: bool = True
     with_sweep: bool = True
+    tier: Any = None  # the KV tiers below HBM (``TierSettings``; None: none): report_tiers.py
 
 
 def sim_args(req: ReportRequest, **over: Any):
@@ -112,35 +114,13 @@ def build_plan_section(req: ReportRequest) -> dict[str, Any]:
                              allreduce_link_share=e.get("allreduce_link_share"),
                              enable_expert_parallel=bool(e.get("enable_expert_parallel")),
                              data_parallel_size=e.get("data_parallel_size"), all2all_backend=e.get("all2all_backend"))
-    return build_plan(load_model(req.model), resolve_gpu(req.gpu), settings).to_dict()
+    p = build_plan(load_model(req.model), resolve_gpu(req.gpu), settings)
+    if req.tier is None:
+        return p.to_dict()
+    from kvledger.analyses.serving.plan_pricing import PricingFlags, simulate_priced_tiers
 
-
-def _pick_gpu_rate(req: ReportRequest, gpu_id: str) -> tuple[Any, Callable[[Any], str], str]:
-    """(GPU rate, how it was chosen given the packing the bill rents, the cost command's flags for it): the user's
-    price, the row ``instance`` names (cost's --instance), or the cheapest packing of the replicas on the rows listed
-    for the GPU (of the named provider), the rows rented named (``packings.rented_words``: and why a row cheaper per
-    GPU-hour is not)."""
-    from kvledger.analyses.serving.cost_run import cheapest_gpu_row, gpu_rate
-    from kvledger.ledgers.cost import GpuRate
-    from kvledger.ledgers.packings import rented_words
-
-    inst = f" --instance {shlex.quote(req.instance)}" if req.instance is not None else ""
-    if req.gpu_usd_per_hour is not None:
-        return (
-            gpu_rate(gpu_id, req.gpu_provider, req.instance, req.gpu_usd_per_hour),
-            lambda packing: "given (--gpu-usd-per-hour): " + rented_words(packing),  # what the bill rents on it
-            f" --gpu-usd-per-hour {req.gpu_usd_per_hour!r}" + inst,
-        )
-    if req.instance is not None:  # cost's --instance: that row alone (gpu_rate refuses it without the GPU's row)
-        rate = gpu_rate(gpu_id, req.gpu_provider, req.instance, None)
-        provider = f" --gpu-provider {shlex.quote(req.gpu_provider)}" if req.gpu_provider else ""
-        return rate, lambda packing: f"the row named (--instance): {rented_words(packing)}", provider + inst
-    row, rows = cheapest_gpu_row(gpu_id, req.gpu_provider)
-    flags = f" --gpu-provider {shlex.quote(row.provider)}" if req.gpu_provider else ""
-    scope = f"{req.gpu_provider}'s" if req.gpu_provider else "the"
-    head = f"the cheapest packing of the replicas on {scope} {len(rows)} row(s) for {gpu_id} in gpu_prices.csv: "
-    tail = "" if req.gpu_provider else "; pass --gpu-provider to choose another"
-    return GpuRate.from_catalog(row, rows), lambda packing: head + rented_words(packing) + tail, flags
+    # plan --kv-offloading-size & co.: its kv_tiers (the engine's tier rules checked here, before any simulation)
+    return p.to_dict() | {"kv_tiers": simulate_priced_tiers(p, req.tier, PricingFlags()).to_dict()}
 
 
 def _check_run(req: ReportRequest) -> None:
@@ -155,6 +135,7 @@ def _check_run(req: ReportRequest) -> None:
     refuse_utilization_above_peak(req.utilization, req.max_utilization, req.peak_to_mean or 1.0)
     check_options("report", {"num_requests": req.num_requests, "target": req.target,
                              "shared_prefix_tokens": req.engine.get("shared_prefix_tokens")})
+    check_report_pool(req.engine.get("document_pool"), report_synthetic(req))
     if report_synthetic(req) is None:  # a synthetic workload draws its own arrivals
         require_arrivals(req.trace, "the report's SLO-capacity search replays a trace's own arrivals at scaled rates")
 
@@ -226,6 +207,11 @@ def _no_trace_read(req: ReportRequest) -> dict[str, Any]:
     return {"trace": None} if req.prompt_lengths is not None or req.output_lengths is not None else {}
 
 
+def _asked(req: ReportRequest) -> dict[str, Any]:
+    """The request's fields as ``inputs`` states them: ``tier`` only where given."""
+    return {k: v for k, v in asdict(req).items() if k != "tier" or v is not None}
+
+
 def _self_host_setup(req: ReportRequest, rate: Any, num_gpus: int, people: Any) -> Any:
     """The self-hosted setup the cost section prices: ``--replicas N`` engines make one deployment unit, as cost's
     (``SelfHostSetup.engine_replicas``; ``num_gpus`` the unit's)."""
@@ -274,7 +260,7 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
     _check_run(req)
     say("memory plan")
     plan = build_plan_section(req)
-    rate, how, price_flags = _pick_gpu_rate(req, plan["gpu"]["gpu_id"])  # price errors before the simulations
+    rate, how, price_flags = pick_gpu_rate(req, plan["gpu"]["gpu_id"])  # price errors before the simulations
     say("SLO-capacity search")
     ran = sim_cache.stats()["run"]
     cap = search_capacity(sim_args(req), slo, req.target, synthetic=report_synthetic(req))  # cost's builder
@@ -290,8 +276,9 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
     say("latency sweep and engine comparisons")
     runs, base = _runs_after_capacity(req, cap, slo, pool), _summary_row(sim, slo, cap.sizing_req_per_s)
     wl = {"workload_contexts": w} if (w := workload_contexts(req)) else {}  # the answer's concurrency line states
-    return ReportData(inputs={**asdict(req), "slo_text": slo.describe(), **_no_trace_read(req), **wl,
-                              "gpu_price_choice": how(_billed_packing(cost.report, setup))}, plan=plan,
+    tiers = tier_section(sim_args(req, rate=cap.sizing_req_per_s), req.tier, report_synthetic(req), slo, sim)
+    return ReportData(inputs={**_asked(req), "slo_text": slo.describe(), **_no_trace_read(req), **wl,
+                              "gpu_price_choice": how(_billed_packing(cost.report, setup))}, plan=plan, kv_tiers=tiers,
                       cost=cost.payload, rate_sweep=_sweep(base, runs) if req.with_sweep else None,
                       engine_savings=engine_savings(cap, base, runs) if req.with_engine_savings else None,
                       curves={"utilization": utilization_curve(cost.payload), "volume": volume_curve(cost.payload)},

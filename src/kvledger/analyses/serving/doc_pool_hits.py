@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["che_hit_tokens", "lru_replay_hit_tokens", "pool_expectations", "pool_note", "with_pool_figures",
-           "setup_with_pool_figures"]
+           "setup_with_pool_figures", "pool_with_expected"]
 
 
 def che_hit_tokens(p: np.ndarray, doc_tokens: np.ndarray, capacity_tokens: float) -> float:
@@ -117,7 +117,7 @@ def pool_note(rows: list[dict[str, Any]], simulated: dict[str, float], info: dic
             "the KV running requests hold and requests in flight together (kvledger.analyses.serving.doc_pool_hits)")
 
 
-def _pool_with_expected(setup: Any, hbm_hit_rate: float, tier_report: Any) -> tuple[dict[str, Any], dict]:
+def pool_with_expected(setup: Any, hbm_hit_rate: float, tier_report: Any) -> tuple[dict[str, Any], dict]:
     """(``setup``'s document pool description with its ``expected`` rows, the simulated share per tier) for a run
     whose HBM hit rate was ``hbm_hit_rate`` and whose host tier report is ``tier_report`` (None: HBM only)."""
     info, cfg = setup.workload_info, setup.config
@@ -146,7 +146,7 @@ def with_pool_figures(payload: Any, setup: Any, tier_report: Any) -> Any:
 
     if "document_pool" not in payload.workload:
         return payload
-    pool, simulated = _pool_with_expected(setup, payload.summary["prefix_cache_hit_rate"], tier_report)
+    pool, simulated = pool_with_expected(setup, payload.summary["prefix_cache_hit_rate"], tier_report)
     info = {**payload.workload, "document_pool": pool}
     return dataclasses.replace(payload, workload=info, notes=[*payload.notes, pool_note(pool["expected"], simulated,
                                                                                           info)])
@@ -159,5 +159,5 @@ def setup_with_pool_figures(setup: Any, tier_report: Any) -> Any:
 
     if "document_pool" not in setup.workload_info:
         return setup
-    pool, _ = _pool_with_expected(setup, tier_report.per_tier[0].hit_rate, tier_report)
+    pool, _ = pool_with_expected(setup, tier_report.per_tier[0].hit_rate, tier_report)
     return dataclasses.replace(setup, workload_info={**setup.workload_info, "document_pool": pool})

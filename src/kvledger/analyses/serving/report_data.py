@@ -25,17 +25,20 @@ class ReportData:
         cost: ``cost --simulate --json`` at the SLO capacity (its ``simulation.capacity_search`` is the search).
         rate_sweep: ``simulate --json`` summaries at fractions of the capacity; None when not run (key left out).
         engine_savings: the same requests under static batching and contiguous KV; None when not run (key left out).
+        kv_tiers: at the rate sized on, the run with the KV tiers given and a document pool's expected hit shares
+            (``report_tiers.tier_section``); None without either (key left out).
         curves: self-hosted against API cost by utilization and by monthly volume.
         measured: one row per benchmark file given (``--bench``).
         commands: the kvledger command line whose ``--json`` each section equals.
     """
 
-    __json_optional__ = ("rate_sweep", "engine_savings")
+    __json_optional__ = ("rate_sweep", "engine_savings", "kv_tiers")
     inputs: dict[str, Any]
     plan: dict[str, Any]
     cost: dict[str, Any]
     rate_sweep: list[dict[str, Any]] | None = None
     engine_savings: dict[str, Any] | None = None
+    kv_tiers: dict[str, Any] | None = None
     curves: dict[str, Any]
     measured: list[dict[str, Any]]
     commands: dict[str, str]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from kvledger.analyses.serving.report_tiers import tier_flags_text
 from kvledger.errors import InputError
 from kvledger.ranges import check_options
 
@@ -107,6 +108,8 @@ def report_commands(req: Any, gpu_price: str) -> dict[str, str]:
     eng = "".join(_flag(k, v) for k, v in req.engine.items())  # the engine's flags as the CLI takes them
     plan_eng = "".join(_flag(k, v) for k, v in req.engine.items() if k in PLAN_KEYS)
     plan_eng += " --engine sglang" if req.engine.get("policy") == "sglang" else ""
+    tiers = tier_flags_text(getattr(req, "tier", None))
+    plan_eng += tier_flags_text(getattr(req, "tier", None), simulator=False)  # plan sizes the tiers
     wl = workload_flags(req) + eng
     m, g, slo = shlex.quote(req.model), shlex.quote(req.gpu), shlex.quote(req.slo)
     return {
@@ -120,4 +123,9 @@ def report_commands(req: Any, gpu_price: str) -> dict[str, str]:
         # the comparison with vLLM's static and contiguous presets, where it is run (not under SGLang's rules)
         **({"engine_savings": f"kvledger simulate {m} --gpu {g}{wl} --rate RATE --policy static|contiguous --json"}
            if req.with_engine_savings else {}),
+        # the KV tiers at the capacity (goodput --simulate with tier flags runs simulate's tier run), or the document
+        # pool's expected hit shares (simulate's workload.document_pool)
+        **({"kv_tiers": f"kvledger goodput --simulate {m} --gpu {g}{wl} --slo {slo} --rate RATE{tiers} --json"}
+           if tiers else {"kv_tiers": f"kvledger simulate {m} --gpu {g}{wl} --rate RATE --json"}
+           if req.engine.get("document_pool") is not None else {}),
     }
