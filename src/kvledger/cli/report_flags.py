@@ -158,8 +158,7 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
                    bench: list[Path] | None, dp: Any = None, tier: Any = None) -> Any:
     """The ``decision_data.ReportRequest`` of the flags (the engine settings given, by name); ``dp``
     (``SimDataParallelFlags``): vLLM's DP ranks of a MoE model, checked on the path cost --simulate takes
-    (``dp_flags.with_dp``) and set in every plan and simulation of the report; ``tier``: the KV tiers' settings
-    (``tier_opts.tier_settings``; None: none), sized by the plan and run at the capacity (``report_tiers``)."""
+    (``dp_flags.with_dp``) and set in every plan and simulation; ``tier``: the KV tiers' ``TierSettings`` or None."""
     from kvledger.analyses.serving.decision_data import ReportRequest
     from kvledger.catalog.given_prices import one_gpu_usd
     from kvledger.errors import InputError
@@ -190,8 +189,7 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
                                 ("gemm_efficiency", e.gemm_efficiency),
                                 ("allreduce_link_share", e.allreduce_link_share), ("wddm", e.wddm or None),
                                 ("client_latency", e.client_latency),
-                                # the workload's system prompt and document pool, SimRequestArgs fields every
-                                # simulation takes too
+                                # the workload's system prompt and document pool: SimRequestArgs fields too
                                 ("shared_prefix_tokens", r.shared_prefix_tokens),
                                 ("document_pool", r.document_pool)) if v is not None}
     if dp is not None and (dp.data_parallel_size or 1) > 1:

@@ -222,6 +222,17 @@ def _self_host_setup(req: ReportRequest, rate: Any, num_gpus: int, people: Any) 
                          engine_replicas=req.engine.get("replicas") or 1)
 
 
+def _api_price(req: ReportRequest) -> Any:
+    """The API row named, or None where the catalog has rows serving the model (the report's sections compare with an
+    API: a model without one is refused before the simulations, in kvledger ui too)."""
+    from kvledger.catalog.api_match import find_api_price, require_api_row
+
+    api_price = find_api_price(req.api) if req.api else None
+    if api_price is None:
+        require_api_row(req.model)
+    return api_price
+
+
 def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None) -> ReportData:
     """Everything the report draws (module docstring).
 
@@ -237,7 +248,6 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
     from kvledger.analyses.serving.decision_inputs import decision_inputs
     from kvledger.analyses.serving.report_measured import measured_rows
     from kvledger.analyses.serving.sim_capacity import search_capacity
-    from kvledger.catalog.api_match import find_api_price
     from kvledger.ledgers.api_cost import ApiMix
     from kvledger.ledgers.cost_summary import DecisionFactors
     from kvledger.ledgers.decision import MonthlyVolume
@@ -248,11 +258,7 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
     say = progress or (lambda _text: None)
     # the web app's and the API's ranges (kvledger.ranges): --replicas as cost's
     check_options("report", {"utilization": req.utilization, "replicas": req.engine.get("replicas")})
-    slo, api_price = parse_slo(req.slo), find_api_price(req.api) if req.api else None
-    if api_price is None:  # the report's sections compare with an API: refused before the simulations (kvledger ui too)
-        from kvledger.catalog.api_match import require_api_row
-
-        require_api_row(req.model)
+    slo, api_price = parse_slo(req.slo), _api_price(req)
     people = people_cost(req.team_capability, req.engineer_months_per_month, req.engineer_usd_per_month)
     vols = (req.monthly_requests, req.monthly_input_tokens, req.monthly_output_tokens, req.monthly_tokens)
     volume = MonthlyVolume(*vols, req.peak_to_mean) if any(v is not None for v in vols) else None
