@@ -122,9 +122,9 @@ def test_the_page_sends_only_fields_the_requests_take_and_numbers_as_numbers():
     plan = _page_list(html, r"const PLAN = \[([^\]]*)\]")
     numbers = _page_list(html, r"const NUMBERS = new Set\(\[([^\]]*)\]\)")
     assert "engine" in serving and serving <= set(ServingRequest.model_fields)  # the engine too: issue 59
-    # the serving panel reads the plan's fields, but the host KV tier: the plan sizes it, the serving panel's
-    # simulations run without one (cost --simulate takes no --kv-offloading-size; the field's label says so)
-    assert plan <= set(PlanRequest.model_fields) and plan - {"kv_offloading_size"} <= serving
+    # the serving panel reads every plan field, the host KV tier too: the plan sizes it and the serving panel runs
+    # the capacity's requests with it (report --kv-offloading-size: report_tiers)
+    assert plan <= set(PlanRequest.model_fields) and plan <= serving
     assert {"engine_version", "gpu_memory_utilization", "max_num_seqs", "quantization"} <= plan
     # every int or float field the page has a box for goes as a JSON number, and nothing else does
     numeric = {k for m in (PlanRequest, ServingRequest) for k, f in m.model_fields.items()

@@ -17,6 +17,7 @@ from typing import Any
 
 from fastapi import Request  # at module level: FastAPI resolves the endpoints' (string) annotations here
 
+from kvledger.report.webapp_answer import figure_json
 from kvledger.report.webapp_choices import add_kv_dtypes_route, check_web_kv_dtype, choices
 
 # at module level too: the endpoints' body models
@@ -37,13 +38,6 @@ def _fits(plan: dict[str, Any]) -> bool:
     small for one max_model_len request still has blocks, and the engine refuses to start)."""
     advice = plan.get("advice")
     return advice["verdict"] == "fits" if advice else plan["memory"]["num_gpu_blocks"] > 0
-
-
-def _figure_json(f: Any) -> dict[str, Any]:
-    from kvledger.report.figure import svg_of
-
-    return {"title": f.title, "caption": f.caption, "svg": svg_of(f.fig), "headers": f.headers, "rows": f.rows,
-            "sources": f.sources}
 
 
 def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_model_len: str | None = None,
@@ -104,7 +98,7 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
     figures = {}
     for f in kv_figures(plan):  # drawing them is most of the time: a request abandoned meanwhile stops here
         stop_if(stopped)
-        figures[f.key] = _figure_json(f)
+        figures[f.key] = figure_json(f)
     return {"plan": plan, "headline": headline, "figures": figures}
 
 
@@ -113,15 +107,17 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
                     num_requests: int = SERVING_NUM_REQUESTS, monthly_tokens: float | None = None,
                     wddm: bool = False, client_latency: str | None = None, engine: str = "vllm",
                     stopped: Any = None, traffic: dict[str, Any] | None = None,
-                    workload: dict[str, Any] | None = None, settings: dict[str, Any] | None = None) -> dict[str, Any]:
+                    workload: dict[str, Any] | None = None, settings: dict[str, Any] | None = None,
+                    kv_offloading_size: float | None = None) -> dict[str, Any]:
     """Capacity, cost and the serving figures (``num_requests`` per simulation, the CLI's default) under ``engine``'s
     rules (vllm, or sglang: ``simulate --policy sglang``); with ``monthly_tokens`` the volume-first decision (both
     monthly bills) leads the headline; ``wddm``: as ``--wddm``; ``client_latency``: as ``--client-latency`` (added to
     every TTFT and E2E; the headline carries its note); ``traffic``: cost's flags by field name
     (``webapp_requests.TRAFFIC_FIELDS``: batch share, cache-hit rate, peak-to-mean, provider, input/output tokens, the
     own GPU price);
-    ``workload``: the synthetic workload's fields (``WORKLOAD_FIELDS``: prompt and output lengths, a shared prefix),
-    passed as ``kvledger report`` passes its flags; ``settings``: the engine's (``ENGINE_FIELDS``), as its flags;
+    ``workload``: the synthetic workload's fields (``WORKLOAD_FIELDS``: prompt and output lengths, a shared prefix, a
+    document pool), passed as ``kvledger report`` passes its flags; ``settings``: the engine's (``ENGINE_FIELDS``), as
+    its flags; ``kv_offloading_size``: the plan panel's host KV tier, GiB, as ``report --kv-offloading-size``;
     ``stopped()`` true (the client has gone) raises Gone at the next stage. Every number is range-checked first, as the
     CLI checks it."""
     from kvledger.analyses.serving.decision_data import ReportRequest, build_report_data
@@ -130,6 +126,7 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     from kvledger.report.figures_serving import serving_figures
     from kvledger.report.webapp_answer import answer_caveats
     from kvledger.report.webapp_guard import stop_if
+    from kvledger.report.webapp_tiers import serving_tier, tier_shares
     from kvledger.report.webapp_words import in_app_words
 
     settings = wreq.given_settings(settings)  # the empty ones dropped, -q as the CLI reads it
@@ -142,10 +139,10 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     flags = {"tp": tp, "kv_cache_dtype": kv_cache_dtype, **({"max_model_len": max_model_len} if max_model_len else {}),
              **({"wddm": True} if wddm else {}), **({"client_latency": client_latency.strip()} if client else {}),
              **({"policy": policy} if policy else {}),  # and the shared prefix, a SimRequestArgs field (report_request)
-             **{k: wl.pop(k) for k in ("shared_prefix_tokens",) if k in wl}, **settings}
+             **{k: wl.pop(k) for k in ("shared_prefix_tokens", "document_pool") if k in wl}, **settings}
     req = ReportRequest(model=model, gpu=gpu, slo=slo, api=api, trace=trace, num_requests=num_requests, engine=flags,
                         utilization=utilization, monthly_tokens=monthly_tokens, with_engine_savings=False,
-                        **traffic, **wl)
+                        tier=serving_tier(kv_offloading_size, gpu, tp), **traffic, **wl)
 
     def stage(_text: str) -> None:  # build_report_data calls it before each stage
         stop_if(stopped)
@@ -166,8 +163,9 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
                 "secondary": in_app_words(c["secondary"]) if c.get("secondary") else None,  # the utilization priced
                 "num_requests": num_requests, "cli_num_requests": SERVING_NUM_REQUESTS,
                 "client_latency": client.note() if client is not None else None,  # simulate's line: what, and whence
+                "kv_tier_hit_shares": tier_shares(data.kv_tiers),  # each KV tier's share at the capacity (or None)
                 **answer_caveats(c)}  # as cost and the report state the decision: notes, break-even, what it rests on
-    return {"headline": headline, "cost": c, "figures": {f.key: _figure_json(f) for f in serving_figures(data)}}
+    return {"headline": headline, "cost": c, "figures": {f.key: figure_json(f) for f in serving_figures(data)}}
 
 
 def _add_error_handlers(app: Any, token: str | None) -> None:
@@ -236,7 +234,8 @@ def _serving(body: ServingRequest, data_dir: Path | None, stopped: Any) -> dict[
                            body.kv_cache_dtype, body.utilization, body.num_requests, body.monthly_tokens,
                            body.wddm, body.client_latency, body.engine, stopped=stopped,
                            traffic=body.model_dump(include=set(TRAFFIC_FIELDS)),
-                           workload=workload, settings=body.model_dump(include=set(ENGINE_FIELDS)))
+                           workload=workload, settings=body.model_dump(include=set(ENGINE_FIELDS)),
+                           kv_offloading_size=body.kv_offloading_size)
 
 
 def create_app(data_dir: Path | None = None, token: str | None = None):

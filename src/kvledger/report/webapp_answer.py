@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["answer_caveats", "headline_notes"]
+__all__ = ["answer_caveats", "headline_notes", "figure_json"]
+
+
+def figure_json(f: Any) -> dict[str, Any]:
+    """A report figure as both panels send it: its SVG beside its title, caption, table and sources."""
+    from kvledger.report.figure import svg_of
+
+    return {"title": f.title, "caption": f.caption, "svg": svg_of(f.fig), "headers": f.headers, "rows": f.rows,
+            "sources": f.sources}
 
 
 def headline_notes(headline: list[str]) -> list[str]:

@@ -29,7 +29,7 @@ _TEXT = ("gpu_provider", "team_capability")  # the traffic fields that are not n
 _SPLIT = ("monthly_input_tokens", "monthly_output_tokens")  # the volume as tokens of each kind: both or neither
 #: the serving request's synthetic workload, ``kvledger report``'s and ``cost``'s flags by the same name (with these the
 #: trace is not read): checked as the CLI checks them, by ``decision_data`` (``report_workload.report_synthetic``)
-WORKLOAD_FIELDS = ("prompt_lengths", "output_lengths", "shared_prefix_tokens")
+WORKLOAD_FIELDS = ("prompt_lengths", "output_lengths", "shared_prefix_tokens", "document_pool")
 #: both requests' engine settings, ``kvledger plan``'s, ``report``'s and ``cost --simulate``'s flags by the same name
 #: (quantization: ``-q``/``--quantization``)
 ENGINE_FIELDS = ("engine_version", "gpu_memory_utilization", "max_num_seqs", "quantization")
@@ -200,6 +200,8 @@ class ServingRequest(DeploymentRequest):
     prompt_lengths: str | None = _text(None)
     output_lengths: str | None = _text(None)
     shared_prefix_tokens: int | None = None
+    document_pool: str | None = _text(None)  # --document-pool K:L[:zipf=S]: a drawn document before each question
+    kv_offloading_size: float | None = None  # the plan panel's host KV tier, GiB: run at the capacity (webapp_tiers)
     utilization: float | None = None
     num_requests: int = SERVING_NUM_REQUESTS
     monthly_tokens: float | None = None

@@ -14,7 +14,7 @@ _FIELDS = ("model, GPU, engine, engine_version, tensor parallel (TP), max_model_
            "GPU provider, GPU price (gpu_usd_per_hour), traffic, volume, input/output tokens per month, "
            "peak-to-mean, batch share, cache-hit rate, cache-write rate, team capability, engineer-months, "
            "engineer cost, utilization, requests per simulation, client latency, prompt lengths, output lengths, "
-           "shared prefix tokens")
+           "shared prefix tokens, document pool")
 # (pattern, replacement), most specific first
 _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p, r in (
     (r"for another GPU pass --gpu FILE\.json/\.toml \(fields: ([^)]*)\)",
@@ -59,6 +59,8 @@ _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p
     (r"--prompt-lengths", r"the prompt lengths field (prompt_lengths)"),
     (r"--output-lengths", r"the output lengths field (output_lengths)"),
     (r"--shared-prefix-tokens", r"the shared prefix field (shared_prefix_tokens)"),
+    (r"--document-pool (K|zipf=S)(?![\w=-])", r"the document pool field's \1 (document_pool)"),  # its range's names
+    (r"--document-pool(?![\w-])", r"the document pool field (document_pool)"),
     (r"(?<![\w-])--trace(?![\w-])", r"the traffic (trace) field"),
     (r"pass --num-requests ([\d,]+) or fewer", r"set the requests per simulation field (num_requests) to \1 or fewer"),
     (r"--num-requests", r"the requests per simulation field (num_requests)"),
