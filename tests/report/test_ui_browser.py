@@ -427,3 +427,36 @@ def test_the_host_kv_tier_field_adds_its_card(server, browser):
     host = next(t for t in tier["tiers"] if t["name"] == "host_dram")
     assert _card(browser, "host-kv-tier-tokens") == host["capacity_tokens"] == 524_288
     assert "host KV tier 64 GiB" in browser.find_element("id", "plan-request").text
+
+
+def _type(browser, field: str, value: str) -> None:
+    box = browser.find_element("id", field)
+    box.clear()
+    box.send_keys(value)
+
+
+def test_the_serving_panel_runs_the_host_tier_and_a_document_pool(server, browser):
+    # 2 documents of 1,024 tokens before 16-token questions, 100 requests, a 1 GiB host tier (512 blocks of 2 MiB =
+    # 8,192 tokens): both documents fit in HBM, which serves the 98 requests after each one's first, 98 × 1,024 =
+    # 100,352 of 100 × 1,040 = 104,000 prompt tokens (96.5%); the host tier adds nothing (0.0%)
+    browser.get(server + "/")
+    v = _wait_version(browser, 0) and int(browser.find_element("id", "status").get_attribute("data-version"))
+    for field, value in (("prompt_lengths", "16"), ("output_lengths", "16"), ("document_pool", "2:1024:uniform"),
+                         ("kv_offloading_size", "1"), ("num_requests", "100"), ("slo", "ttft=2s")):
+        _type(browser, field, value)
+    browser.find_element("id", "run-serving").click()
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 120).until(lambda b: b.find_elements("id", "kv-tier-shares"))
+    assert browser.find_element("id", "kv-tier-shares").text == (
+        "prompt tokens each KV tier served at the capacity: hbm 96.5%, host_dram 0.0% (the KV tiers figure below)")
+    table = browser.find_element("css selector", "#fig-kv_tier_hits table").text
+    assert "host_dram 8,192 8.0 0.0% 0.0% 0.0%" in table
+    assert "document pool 2:1024:uniform" in browser.find_element("id", "serving-requests").text
+    # a pool the parser cannot read: the CLI's message, the field named
+    v = int(browser.find_element("id", "status").get_attribute("data-version"))
+    _type(browser, "document_pool", "2:nope")
+    browser.find_element("id", "run-serving").click()
+    assert _wait_version(browser, v, 120) == "error"
+    assert browser.find_element("id", "error").text.startswith(
+        "the document pool field (document_pool) '2:nope': length distribution 'nope' not understood")
