@@ -78,14 +78,16 @@ def report(
     section equals are listed at the end.
     """
     from kvledger.cli.outputs import paths_in
+    from kvledger.cli.tier_opts import tiers_given
     from kvledger.outputs import write_bytes_atomic, write_text_atomic
     from kvledger.report.figure import png_of
-    from kvledger.report.html_report import SECTIONS, render_html, report_figures
+    from kvledger.report.html_report import SECTIONS, TIER_SECTION, render_html, report_figures
     from kvledger.report.html_store import report_html
     from kvledger.report.report_pool import report_pool
 
     o = outs
-    keys = [k for _, _, ks in SECTIONS for k in ks]
+    drawn = (*SECTIONS, TIER_SECTION) if tiers_given(tiers) or run.document_pool is not None else SECTIONS
+    keys = [k for _, _, ks in drawn for k in ks]
     out = html_out(o)  # with --json, no HTML unless --out is given
     _check_outputs(out, o, keys, [model, gpu, *paths_in(run, engine, bill), *(o.bench or [])])
     req = report_request(model, gpu, slo, run, engine, bill, o.bench, dp, _tiers(tiers, gpu, engine.tp))

@@ -22,8 +22,8 @@ from kvledger.ledgers.items import dated
 from kvledger.report.decision_view import capacity_band_clause, not_steady_lines, sized_capacity, sized_run_figures
 from kvledger.report.figure import Figure, fmt, svg_of
 
-__all__ = ["report_figures", "drawn_figures", "render_html", "SECTIONS", "api_pricing_words", "rests_on_text",
-           "break_even_text"]
+__all__ = ["report_figures", "drawn_figures", "render_html", "SECTIONS", "TIER_SECTION", "api_pricing_words",
+           "rests_on_text", "break_even_text"]
 
 SECTIONS = (
     ("build-or-buy", "Build or buy", ("cost_by_utilization", "cost_by_volume")),
@@ -31,8 +31,9 @@ SECTIONS = (
     ("kv-bottleneck", "The KV bottleneck: capacity and bandwidth", ("memory_waterfall", "concurrency_by_context",
                                                                     "decode_roofline")),
     ("latency", "Latency and goodput against load", ("latency_by_rate", "goodput_by_rate")),
-    ("kv-tiers", "KV tiers and prefix reuse at the capacity", ("kv_tier_hits",)),  # with tier flags or a document pool
 )
+TIER_SECTION = ("kv-tiers", "KV tiers and prefix reuse at the capacity", ("kv_tier_hits",))
+"""Drawn after ``SECTIONS`` with KV tier flags or a document pool only (``ReportData.kv_tiers``)."""
 
 _CSS = (
     "\n"
@@ -260,7 +261,7 @@ def render_html(data: ReportData, figures: list[Figure]) -> str:
              f"{sim['engine']['max_num_seqs']:,}; "
              f"step cost: {escape(_step_cost_words(sim['step_cost']))}.</p>",
              _answer(data)]
-    for anchor, heading, keys in SECTIONS:
+    for anchor, heading, keys in (*SECTIONS, TIER_SECTION):
         figs = [by_key[k] for k in keys if k in by_key]
         if not figs:
             continue

@@ -109,17 +109,13 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
                     stopped: Any = None, traffic: dict[str, Any] | None = None,
                     workload: dict[str, Any] | None = None, settings: dict[str, Any] | None = None,
                     kv_offloading_size: float | None = None) -> dict[str, Any]:
-    """Capacity, cost and the serving figures (``num_requests`` per simulation, the CLI's default) under ``engine``'s
-    rules (vllm, or sglang: ``simulate --policy sglang``); with ``monthly_tokens`` the volume-first decision (both
-    monthly bills) leads the headline; ``wddm``: as ``--wddm``; ``client_latency``: as ``--client-latency`` (added to
-    every TTFT and E2E; the headline carries its note); ``traffic``: cost's flags by field name
-    (``webapp_requests.TRAFFIC_FIELDS``: batch share, cache-hit rate, peak-to-mean, provider, input/output tokens, the
-    own GPU price);
-    ``workload``: the synthetic workload's fields (``WORKLOAD_FIELDS``: prompt and output lengths, a shared prefix, a
-    document pool), passed as ``kvledger report`` passes its flags; ``settings``: the engine's (``ENGINE_FIELDS``), as
-    its flags; ``kv_offloading_size``: the plan panel's host KV tier, GiB, as ``report --kv-offloading-size``;
-    ``stopped()`` true (the client has gone) raises Gone at the next stage. Every number is range-checked first, as the
-    CLI checks it."""
+    """Capacity, cost and the serving figures (``num_requests`` per simulation) under ``engine``'s rules (vllm, or
+    sglang: ``simulate --policy sglang``); with ``monthly_tokens`` the volume-first decision leads the headline;
+    ``wddm``, ``client_latency``, ``kv_offloading_size`` (the plan panel's host KV tier, GiB): as ``kvledger report``'s
+    flags; ``traffic``: cost's flags by field name (``webapp_requests.TRAFFIC_FIELDS``); ``workload``: the synthetic
+    workload's (``WORKLOAD_FIELDS``: lengths, a shared prefix, a document pool) and ``settings`` the engine's
+    (``ENGINE_FIELDS``), as the report's flags; ``stopped()`` true (the client has gone) raises Gone at the next stage.
+    Every number is range-checked first, as the CLI checks it."""
     from kvledger.analyses.serving.decision_data import ReportRequest, build_report_data
     from kvledger.report import webapp_requests as wreq
     from kvledger.report.decision_view import not_steady_lines, sized_capacity, sized_run_figures
