@@ -39,6 +39,8 @@ def test_the_pool_shares_by_hand(report):
     # the host tier holds what HBM holds (write-through): it adds nothing, by either estimate
     assert (host["che_hit_share"], host["lru_replay_hit_share"]) == (0.0, 0.0)
     assert sec["kv_tiers"]["judgment"]["cause"] == "fits_in_hbm"
+    # the concurrency the answer states is the pool's requests': 1,024 (document) + 16 (question) + 16 (output)
+    assert report["inputs"]["workload_contexts"] == {"mean_tokens": 1056, "max_tokens": 1056}
     # the plan section sizes the same host tier, as plan --kv-offloading-size 1 does
     assert [t["capacity_tokens"] for t in report["plan"]["kv_tiers"]["tiers"]][1] == 8192
 

@@ -52,13 +52,20 @@ def report_synthetic(req: Any) -> Any:
 def workload_contexts(req: Any) -> dict[str, int] | None:
     """``{"mean_tokens": …, "max_tokens": …}``: the mean (rounded up to a whole token) and the largest prompt + output
     of the report's synthetic requests (``num_requests`` drawn with ``seed``: the lengths every probe runs, whatever
-    its rate), whose concurrency the report states; None for a trace (the fixed 8K and 128K levels then)."""
+    its rate; a document pool's documents in their prompts), whose concurrency the report states; None for a trace
+    (the fixed 8K and 128K levels then)."""
     import math
 
     spec = report_synthetic(req)
     if spec is None:
         return None
-    contexts = [r.num_prompt_tokens + r.num_output_tokens for r in spec.requests(req.num_requests, 1.0, req.seed)]
+    specs = spec.requests(req.num_requests, 1.0, req.seed)
+    if (pool := req.engine.get("document_pool")) is not None:  # each prompt: a drawn document before its question
+        from kvledger.dynamics.workload.document_pool import parse_document_pool, pool_rng, with_document_pool
+
+        specs, _ = with_document_pool(list(specs), parse_document_pool(pool), req.engine.get("shared_prefix_tokens"),
+                                      pool_rng(req.seed))  # the draw every simulation of the report makes
+    contexts = [r.num_prompt_tokens + r.num_output_tokens for r in specs]
     return {"mean_tokens": math.ceil(sum(contexts) / len(contexts)), "max_tokens": max(contexts)}
 
 
