@@ -60,10 +60,11 @@ def workload_contexts(req: Any) -> dict[str, int] | None:
     if spec is None:
         return None
     specs = spec.requests(req.num_requests, 1.0, req.seed)
-    if (pool := req.engine.get("document_pool")) is not None:  # each prompt: a drawn document before its question
+    engine = getattr(req, "engine", None) or {}
+    if (pool := engine.get("document_pool")) is not None:  # each prompt: a drawn document before its question
         from kvledger.dynamics.workload.document_pool import parse_document_pool, pool_rng, with_document_pool
 
-        specs, _ = with_document_pool(list(specs), parse_document_pool(pool), req.engine.get("shared_prefix_tokens"),
+        specs, _ = with_document_pool(list(specs), parse_document_pool(pool), engine.get("shared_prefix_tokens"),
                                       pool_rng(req.seed))  # the draw every simulation of the report makes
     contexts = [r.num_prompt_tokens + r.num_output_tokens for r in specs]
     return {"mean_tokens": math.ceil(sum(contexts) / len(contexts)), "max_tokens": max(contexts)}
