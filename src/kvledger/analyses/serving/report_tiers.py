@@ -94,5 +94,9 @@ def tier_flags_text(tier: Any, simulator: bool = True) -> str:
              ("--eviction-policy", t["eviction_policy"]),
              ("--hicache-storage-prefetch-policy", t["hicache_storage_prefetch_policy"]))
     pairs = pairs if simulator else pairs[:-3]  # store threshold, eviction policy, prefetch policy: simulated only
-    return "".join(f" {f}" if v is True else f" {f} {v:g}" if isinstance(v, float) else f" {f} {v}"
-                   for f, v in pairs if v is not None)
+    return "".join(f" {f}" if v is True else f" {f} {_number(v)}" for f, v in pairs if v is not None)
+
+
+def _number(v: Any) -> str:
+    """A flag's value as typed back: a whole float without its ".0" (64, not 64.0), any other as Python writes it."""
+    return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
