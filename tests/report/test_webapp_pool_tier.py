@@ -75,3 +75,18 @@ def test_a_pool_on_a_trace_and_a_tier_at_zero_are_refused_before_any_simulation(
     r = client.post("/api/serving", json={**SERVING, "kv_offloading_size": 0})
     assert r.status_code == 400 and r.json()["error"] == ("the host KV tier field (kv_offloading_size) 0 is out of "
                                                           "range; allowed: (0, 1,048,576) GiB")
+
+
+@pytest.mark.parametrize("pool", ["2:trace:/etc/passwd:prompt", "2:trace:../../etc/passwd:prompt:zipf=1"])
+def test_a_pool_reads_no_file_outside_the_data_folder(tmp_path, pool):
+    # the pool's document lengths take the lengths fields' forms, trace:FILE:prompt among them: held to the trace
+    # rule, refused before anything is read (before, /etc/passwd's first line came back in the error)
+    app_dir = TestClient(create_app(data_dir=tmp_path), base_url="http://127.0.0.1")
+    r = app_dir.post("/api/serving", json={**SERVING, "document_pool": pool})
+    assert r.status_code == 400
+    assert r.json()["error"].startswith(f"trace '{pool.split(':')[2]}' is outside the data folder")
+    r = client.post("/api/serving", json={**SERVING, "document_pool": pool})
+    assert r.status_code == 400 and "root:" not in r.text  # no data folder: no local file at all
+    # a bundled trace's lengths stay usable: 2 documents drawn by arxiv's prompt lengths
+    r = client.post("/api/serving", json={**SERVING, "document_pool": "2:trace:arxiv:prompt:zipf=1"})
+    assert r.status_code == 200, r.text

@@ -215,17 +215,18 @@ def _plan(body: PlanRequest, data_dir: Path | None, stopped: Any) -> dict[str, A
 def _serving(body: ServingRequest, data_dir: Path | None, stopped: Any) -> dict[str, Any]:
     """``/api/serving``'s answer: the names checked, then capacity and cost (Gone once ``stopped()``)."""
     from kvledger.errors import InputError
-    from kvledger.report.webapp_inputs import check_web_gpu, check_web_lengths, check_web_model, check_web_trace
+    from kvledger.report import webapp_inputs as wi
 
-    model, gpu = check_web_model(body.model, data_dir), check_web_gpu(body.gpu, data_dir)
+    model, gpu = wi.check_web_model(body.model, data_dir), wi.check_web_gpu(body.gpu, data_dir)
     check_web_kv_dtype(body.kv_cache_dtype, body.engine, body.engine_version)
     synthetic = body.prompt_lengths is not None or body.output_lengths is not None
     if synthetic and "trace" in body.model_fields_set:  # as report and cost refuse --trace with them
         raise InputError("give either --trace or a synthetic workload (--prompt-lengths/--output-lengths), not both")
-    trace = body.trace if synthetic else check_web_trace(body.trace, data_dir)  # with lengths, no trace is read
+    trace = body.trace if synthetic else wi.check_web_trace(body.trace, data_dir)  # with lengths, no trace is read
     workload = body.model_dump(include=set(WORKLOAD_FIELDS))
     for key in ("prompt_lengths", "output_lengths"):  # a trace:NAME:… form reads a trace: held to the trace rule
-        workload[key] = check_web_lengths(workload.get(key), data_dir)
+        workload[key] = wi.check_web_lengths(workload.get(key), data_dir)
+    workload["document_pool"] = wi.check_web_pool(workload.get("document_pool"), data_dir)  # its lengths: the same
     return serving_payload(model, gpu, body.slo, body.api, trace, body.tp, body.max_model_len or None,
                            body.kv_cache_dtype, body.utilization, body.num_requests, body.monthly_tokens,
                            body.wddm, body.client_latency, body.engine, stopped=stopped,

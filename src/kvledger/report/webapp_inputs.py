@@ -14,7 +14,7 @@ from pathlib import Path
 
 from kvledger.errors import InputError
 
-__all__ = ["check_web_model", "check_web_gpu", "check_web_trace", "RULE"]
+__all__ = ["check_web_model", "check_web_gpu", "check_web_trace", "check_web_lengths", "check_web_pool", "RULE"]
 
 RULE = ("the web app reads bundled models, catalog GPUs and bundled traces by name, and local files only inside the "
         "folder given to `kvledger ui --data-dir DIR`")
@@ -88,3 +88,18 @@ def check_web_lengths(value: str | None, data_dir: Path | None) -> str | None:
     traces = {t.name for t in list_traces()}
     where = name if name.strip().lower() in traces else _inside(name, "trace", data_dir, sorted(traces))
     return f"trace:{where}:{kind}"
+
+
+def check_web_pool(value: str | None, data_dir: Path | None) -> str | None:
+    """A document pool (``K:L[:zipf=S|:uniform]``) as given, its document lengths ``L`` held to the trace rule as the
+    lengths fields are (``check_web_lengths``: ``200:trace:FILE:prompt`` reads a file only inside ``data_dir``), so
+    the pool's parser never opens a file elsewhere (its error would quote the file's first line)."""
+    if value is None:
+        return None
+    parts = value.split(":")
+    law = parts[-1].strip().lower()
+    tail = parts[-1:] if len(parts) > 2 and (law == "uniform" or law.startswith("zipf=")) else []
+    lengths = ":".join(parts[1:len(parts) - len(tail)])
+    if len(parts) < 2 or not lengths.strip().lower().startswith("trace:"):
+        return value  # no trace read: the pool's parser refuses any other form in its own words
+    return ":".join([parts[0], check_web_lengths(lengths, data_dir), *tail])
