@@ -66,6 +66,9 @@ def test_the_html_draws_the_tiers_figure(tmp_path):
     # the host tier's row: 8,192 tokens, 8.0 documents, 0.0% simulated, by Che's formula and by the replay
     assert "<td class=\"t\">host_dram</td><td>8,192</td><td>8.0</td><td>0.0%</td><td>0.0%</td><td>0.0%</td>" in html
     assert "document pool (2 × 1,024 tokens, uniform): share of prompt tokens each KV tier serves" in html
+    # the header names the pool as simulate's workload line does (98 of 100 requests drew a document seen before)
+    assert ("Traffic: synthetic (prompt 16, output 16, arrival CV 1); document pool 2 documents × 1,024 tokens, "
+            "uniform, one before each question (2 drawn; 98.0% of requests drew one seen before), 100 requests") in html
 
 
 def test_a_pool_alone_gives_the_hbm_row():

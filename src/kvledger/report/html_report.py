@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from kvledger.analyses.serving.report_data import ReportData
+from kvledger.analyses.serving.sim_document import shared_prefix_text
 from kvledger.catalog.prices import api_prices
 from kvledger.ledgers.amounts import unit_noun, units_text
 from kvledger.ledgers.api_cost import mix_words
@@ -253,7 +254,8 @@ def render_html(data: ReportData, figures: list[Figure]) -> str:
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta "
              f"charset='utf-8'><title>{escape(title)}</title><style>{_CSS}</style></head><body>",
              f"<h1>{escape(title)}</h1>",
-             f"<p class='note'>Traffic: {escape(sim['workload']['trace'])}, {inp['num_requests']:,} requests per "
+             f"<p class='note'>Traffic: {escape(sim['workload']['trace'] + shared_prefix_text(sim['workload']))}, "
+             f"{inp['num_requests']:,} requests per "
              f"simulation (seed {inp['seed']}); "
              f"SLO {escape(inp['slo_text'])}; engine {escape(sim['plan']['engine'])} "
              f"{escape(sim['plan']['engine_version'])}, "
