@@ -76,8 +76,8 @@ def test_plan_refuses_bad_sglang_combinations(monkeypatch, capsys, args):
 @pytest.mark.parametrize(("args", "said"), [
     (("--tp", "8", "--data-parallel-size", "8"), "without --enable-expert-parallel"),  # simulate's words (the plan's)
     (("--enable-dp-attention",), "SGLang's DP attention is planned"),
-    # vLLM 0.33 runs DeepSeek-V3 on its V2 model runner, whose PP loop is not modelled (sim_pp.py)
-    (("--pp", "2"), "--pp 2 on vLLM 0.33.0's V2 model runner")])
+    # vLLM's pipeline loop was read from 0.19.0 on (sim_pp.py): an earlier release refused on every command's path
+    (("--pp", "2", "--engine-version", "0.18.0"), "--pp 2 with --engine-version 0.18.0")])
 def test_simulator_commands_refuse_what_simulate_refuses(monkeypatch, capsys, cmd, args, said):
     code, err = console(monkeypatch, capsys, *cmd, "deepseek-ai/DeepSeek-V3", "--gpu", "H200", *args,
                         "--slo", "ttft=1s", "--num-requests", "50")

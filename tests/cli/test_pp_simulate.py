@@ -29,7 +29,8 @@ def test_the_text_names_the_pipeline():
     res = run_cli("simulate", *OVERLAP)
     assert res.exit_code == 0, res.output
     text = " ".join(res.stdout.split())
-    assert "pipeline: 2 stages of 40 + 40 layers on 16 GPUs" in text and "up to 2 batches in flight" in text
+    assert ("pipeline: vLLM 0.19.0 batch-queue pipeline loop (no async scheduling), 2 stages of 40 + 40 layers on 16 "
+            "GPUs") in text and "up to 2 batches in flight" in text
 
 
 def test_async_scheduling_runs_one_pass_at_a_time():
@@ -37,6 +38,29 @@ def test_async_scheduling_runs_one_pass_at_a_time():
     d = cli_json("simulate", *L70, "--num-requests", "20")
     assert d["engine"]["async_scheduling"] is True and d["pipeline"]["batches_in_flight_max"] == 1
     assert "stage_busy_share" not in d["pipeline"]
+
+
+L8 = ("meta-llama/Llama-3.1-8B", "--gpu", "H100", "--pp", "2", "--num-requests", "20")
+
+
+def test_the_default_release_runs_the_v2_runner_loop():
+    # vLLM 0.33.0 (the default) runs Llama-3.1-8B on its V2 model runner with async scheduling kept under PP: its loop
+    # (dynamics/pipeline_v2.py), pipeline_parallel_size + 1 = 3 batches in flight; 32 layers // 2 = 16 a stage
+    res = run_cli("simulate", *L8)
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.stdout.split())
+    assert ("pipeline: vLLM 0.33.0 V2 model runner pipeline loop (async scheduling), 2 stages of 16 + 16 layers on 2 "
+            "GPUs") in text and "up to 3 batches in flight" in text
+    d = cli_json("simulate", *L8)
+    assert d["engine"]["async_scheduling"] is True and d["pipeline"]["batches_in_flight_max"] == 3
+    assert "AsyncScheduler._update_after_schedule (decode_stagger)" in d["pipeline"]["rule_source"]
+    assert d["summary"]["num_finished"] == 20 and 0 < d["pipeline"]["stage_busy_share"] <= 1
+    # without async scheduling the V2 runner runs the plain scheduler with the batch queue of 2
+    off = cli_json("simulate", *L8, "--no-async-scheduling")["pipeline"]
+    assert off["loop"] == "vLLM 0.33.0 batch-queue pipeline loop (no async scheduling)"
+    assert off["batches_in_flight_max"] == 2
+    g = cli_json("goodput", "--simulate", *L8, "--rate", "2", "--slo", "ttft=2s,tpot=100ms")
+    assert g["num_gpus"] == 2 and g["num_completed"] == 20
 
 
 def test_pp_1_is_the_run_without_it():

@@ -33,13 +33,16 @@ class PipelineStepCost:
         inner: the step cost of all layers at TP ``tp`` (a ``StepCostModel``).
         sends: the pass's stage-to-stage sends (``pipeline_pass.pipeline_sends``).
         layers: each stage's decoder layers, count (``vllm_profile.pp_stages``).
-        overlapping: vLLM keeps up to P batches in flight, each request in one (True: its V1 model runner without
-            async scheduling), or runs one pass at a time (False: async scheduling under PP, module doc of
+        overlapping: vLLM keeps up to P batches in flight, each request in one (True: without async scheduling), or
+            runs one pass at a time (False: the V1 model runner's async scheduling under PP, module doc of
             ``analyses/serving/sim_pp.py``).
+        staggered: the V2 model runner's async loop (``dynamics/pipeline_v2.py``: P + 1 batches in flight, each
+            request's decodes P scheduler steps apart); with ``overlapping``.
     """
 
-    def __init__(self, inner: Any, sends: PipelineSends, layers: tuple[int, ...], overlapping: bool) -> None:
-        self.inner, self.sends, self.overlapping = inner, sends, overlapping
+    def __init__(self, inner: Any, sends: PipelineSends, layers: tuple[int, ...], overlapping: bool,
+                 staggered: bool = False) -> None:
+        self.inner, self.sends, self.overlapping, self.staggered = inner, sends, overlapping or staggered, staggered
         self.pp = len(layers)
         total = sum(layers)
         self.shares = tuple(n / total for n in layers)

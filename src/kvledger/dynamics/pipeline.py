@@ -37,10 +37,10 @@ from kvledger.dynamics.cluster import Arrivals
 from kvledger.dynamics.engine.request_state import FINISHED, SimRequest, admit_due
 from kvledger.dynamics.replica import Replica
 
-__all__ = ["PipelineReplica", "run_pipeline", "pipeline_facts"]
+__all__ = ["PipelineReplica", "InFlightBatch", "run_pipeline", "pipeline_facts"]
 
 
-class _Batch:
+class InFlightBatch:
     """A batch in flight: when it entered stage 0 and leaves the last stage, s; what ``complete`` needs."""
 
     __slots__ = ("step", "start_s", "end_s", "shape", "finished", "held", "stamps", "stored", "compute_s")
@@ -57,15 +57,35 @@ class PipelineReplica(Replica):
     def __init__(self, cfg, cost, index: int = 0, **kw) -> None:
         super().__init__(cfg, cost, index, fast_forward=False, **kw)
         self.chunks = False  # no chunk-continuation shortcut: every batch is a general schedule
-        self.pp = cost.pp
+        self.pp = self.queue_size = cost.pp  # the batch queue: max_concurrent_batches = pipeline_parallel_size
         self.stage_free_s = [0.0] * cost.pp  # when each stage finishes the batches it holds, s
-        self.flight: deque[_Batch] = deque()  # oldest first
+        self.flight: deque[InFlightBatch] = deque()  # oldest first
         self._held: dict[int, int] = {}  # id(request) → the step whose token it waits for
         self._mark_s = 0.0  # the busy time counted so far ends here, s
         self.stage_busy_s = 0.0  # Σ over batches and stages of compute, s
 
-    def schedule_batch(self, t_s: float) -> bool:
-        """Schedule one batch at ``t_s`` and queue it through the stages; False when it scheduled no token."""
+    @property
+    def busy(self) -> bool:
+        """A batch is in flight (the engine can block on its output)."""
+        return bool(self.flight)
+
+    def try_schedule(self, t_s: float) -> bool:
+        """One pass of ``step_with_batch_queue``'s scheduling half at ``t_s``: True when it queued a batch (the engine
+        then schedules again at once), False when it must block on the oldest output (queue full, nothing to do)."""
+        if len(self.flight) < self.pp and (self.sched.running or self.sched.waiting):
+            b = self.schedule_batch(t_s)
+            if b is not None:
+                self.flight.append(b)
+                return True
+        return False
+
+    def pop_output(self) -> tuple[float, list]:
+        """Block on the oldest batch: (when its output is ready, s; the records of the requests it finished)."""
+        b = self.flight.popleft()
+        return b.end_s, self.complete(b)
+
+    def schedule_batch(self, t_s: float) -> InFlightBatch | None:
+        """Schedule one batch at ``t_s`` and price it through the stages; None when it scheduled no token."""
         sched, step = self.sched, self.num_steps
         so = sched.schedule()
         plan, preempted = so.scheduled, so.preempted
@@ -75,25 +95,29 @@ class PipelineReplica(Replica):
         self.num_preemptions += len(preempted)
         self.note_batch(len(sched.running), preempted, t_s)
         if not plan:
-            return False
+            return None
         before = [r.num_generated for r, _ in plan]
         finished: list = []
         fields, stored, _ = self.apply_plan(plan, step, finished)
         if len(plan) != len(sched.running):
             stored += self._skipped(plan, step)
         held = [r for (r, _), g in zip(plan, before) if r.num_generated > g]
-        for r in held:  # its sampled token is appended when the batch's output returns (module doc)
-            r.num_tokens -= 1
-            self._held[id(r)] = step
+        self._hold(held, step)
         shape = StepShape(*fields)
         start, end, compute = self._through_stages(t_s, shape)
         self.push_times(end)
         if self.steplog is not None:
             self.steplog.add(step, start, end - start, shape, self.kv.num_used_blocks / self.kv.capacity_blocks,
                              len(sched.running), len(sched.waiting), [(r.spec.request_id, n) for r, n in plan])
-        self.flight.append(_Batch(step, start, end, shape, finished, held, stored, compute))
         self.steady = self.ready = False
-        return True
+        return InFlightBatch(step, start, end, shape, finished, held, stored, compute)
+
+    def _hold(self, held: list[SimRequest], step: int) -> None:
+        """The requests that sampled a token in batch ``step``: the token is appended when the batch's output returns
+        (module doc), so the scheduler skips them until then."""
+        for r in held:
+            r.num_tokens -= 1
+            self._held[id(r)] = step
 
     def _through_stages(self, t_s: float, shape: StepShape) -> tuple[float, float, float]:
         """(when the batch enters stage 0, when it leaves the last stage, its compute over all stages), s."""
@@ -117,13 +141,17 @@ class PipelineReplica(Replica):
             a, _ = req.runs[-1]
             req.runs[-1:] = [] if a == step else [(a, step)]
 
-    def complete_oldest(self) -> list:
-        """The oldest batch's output: its tokens appended, its finished requests' records (blocks freed)."""
-        b = self.flight.popleft()
+    def _on_output(self, b: InFlightBatch) -> None:
+        """Batch ``b``'s output returned: the tokens it sampled are appended (those of requests not preempted since)."""
         for r, stamp in zip(b.held, b.stamps):
             if r.num_preemptions == stamp:
                 r.num_tokens += 1
                 self._held.pop(id(r), None)
+
+    def complete(self, b: InFlightBatch) -> list:
+        """Batch ``b``'s output (the oldest in flight): its tokens appended, its finished requests' records (blocks
+        freed)."""
+        self._on_output(b)
         done = [(r, s) for r, s in b.finished if r.status != FINISHED and id(r) not in self._held
                 and r.num_generated == r.num_output_tokens]
         start = max(self._mark_s, b.start_s)
@@ -153,7 +181,7 @@ def run_pipeline(source, rep: PipelineReplica, progress: Callable[[int, int], No
     think = arr.closed.think_time_s if arr.closed else 0.0
     cfg, tick = rep.cfg, max(1, arr.total // 200)
     while True:
-        if not rep.has_work and not rep.flight:
+        if not rep.has_work and not rep.busy:
             t = arr.next_time()
             if t == math.inf:
                 break
@@ -163,15 +191,16 @@ def run_pipeline(source, rep: PipelineReplica, progress: Callable[[int, int], No
             users[u] = user
             rep.add(req)
         rep.now_s = clock
-        if len(rep.flight) < rep.pp and (rep.sched.running or rep.sched.waiting) and rep.schedule_batch(clock):
+        if rep.try_schedule(clock):
             continue  # a batch queued and the queue not full: schedule again at once
-        if not rep.flight:
+        if not rep.busy:
             if rep.has_work:
                 raise RuntimeError(f"simulator stalled at t={clock:.6f} s: nothing schedulable "
                                    f"({len(rep.sched.waiting)} waiting, {len(rep.sched.running)} running)")
             continue
-        clock = max(clock, rep.flight[0].end_s)
-        for req, rec in rep.complete_oldest():
+        end_s, finished = rep.pop_output()
+        clock = max(clock, end_s)
+        for req, rec in finished:
             out.append((req.uid, rec))
             if (user := users.pop(req.uid, -1)) >= 0:
                 arr.send(rec.finish_s + think, user)
@@ -191,5 +220,5 @@ def pipeline_facts(rep: Replica) -> dict:
     if not isinstance(rep, PipelineReplica):
         return {}
     busy = rep.usage.busy_s
-    return {"pipeline": {"pipeline_parallel_size": rep.pp, "batches_in_flight_max": rep.pp,
+    return {"pipeline": {"pipeline_parallel_size": rep.pp, "batches_in_flight_max": rep.queue_size,
                          "stage_busy_share": rep.stage_busy_s / (rep.pp * busy) if busy > 0 else 0.0}}

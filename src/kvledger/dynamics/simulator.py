@@ -27,6 +27,7 @@ from kvledger.dynamics.outputs.itl_gaps import SKETCH_NOTE, merged_stats
 from kvledger.dynamics.outputs.metrics import DEFINITIONS, Summary, summarize_records
 from kvledger.dynamics.outputs.steplog import StepLog, chrome_trace
 from kvledger.dynamics.pipeline import PipelineReplica, pipeline_facts, run_pipeline
+from kvledger.dynamics.pipeline_v2 import StaggeredReplica
 from kvledger.dynamics.replica import Replica
 from kvledger.dynamics.workload.closed_loop import ClosedLoop
 from kvledger.dynamics.workload.columns import WorkloadColumns
@@ -182,8 +183,9 @@ def _serve(requests, replicas: list[Replica], cost, data_parallel_rule, router: 
 
 def _replicas(config: EngineConfig, cost, rank_cost, n: int, kv_manager_factory, stop, data_parallel_rule,
               record_steps: bool, record_token_times: bool, fast_forward: bool) -> list[Replica]:
-    """The ``n`` engines; pipeline stages with up to P batches in flight (``cost.overlapping``: pipeline.py) are one
-    engine that serves from its GPU pool."""
+    """The ``n`` engines; pipeline stages with batches overlapping (``cost.overlapping``: pipeline.py, or
+    pipeline_v2.py with ``cost.staggered``, the V2 model runner's async loop) are one engine that serves from its GPU
+    pool."""
     if not getattr(cost, "overlapping", False):
         return [Replica(config, rank_cost, i, record_steps=record_steps, fast_forward=fast_forward,
                         record_token_times=record_token_times,
@@ -191,7 +193,8 @@ def _replicas(config: EngineConfig, cost, rank_cost, n: int, kv_manager_factory,
     if n != 1 or kv_manager_factory is not None or data_parallel_rule:
         raise InputError("pipeline stages are simulated for one engine from its GPU KV pool: not with several "
                          "replicas, a KV tier or DP ranks")
-    return [PipelineReplica(config, cost, 0, record_steps=record_steps, record_token_times=record_token_times)]
+    kind = StaggeredReplica if getattr(cost, "staggered", False) else PipelineReplica
+    return [kind(config, cost, 0, record_steps=record_steps, record_token_times=record_token_times)]
 
 
 def _with_dp(res: SimResult, dp: tuple[dict[str, Any], list[int]] | None) -> SimResult:

@@ -277,7 +277,7 @@ def pp_line(pp: dict) -> str:
     """The pipeline line: stages, their layers and GPUs, batches in flight and how busy the stages were
     (``sim_pp.pp_figures``)."""
     busy = pp.get("stage_busy_share")
-    return (f"[bold]pipeline[/]: {pp['pipeline_parallel_size']} stages of "
+    return (f"[bold]pipeline[/]: {pp['loop']}, {pp['pipeline_parallel_size']} stages of "
             f"{' + '.join(map(str, pp['layers_per_stage']))} layers on {pp['gpus']} GPUs ({pp['rule_source']}); up to "
             f"{pp['batches_in_flight_max']} batch{'es' if pp['batches_in_flight_max'] > 1 else ''} in flight"
             + (f"; stages busy {busy:.1%} of the engine's busy time (Σ stage compute ÷ stages × busy time)"

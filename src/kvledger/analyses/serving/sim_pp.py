@@ -7,10 +7,13 @@ Which loop vLLM runs, read in 0.19.0 and 0.33.0:
 * Async scheduling off under PP (0.33's V1 model runner: ``config/vllm.py : VllmConfig.__post_init__`` turns it off
   for "pipeline parallelism" and refuses ``--async-scheduling``; any release with ``--no-async-scheduling``): the
   batch queue holds ``pipeline_parallel_size`` batches, each request in at most one (``dynamics/pipeline.py``).
-* The V2 model runner (0.33's default for most models, ``vllm_runner.model_runner``) keeps async scheduling under PP
-  with ``max_concurrent_batches`` = P + 1, each request's decodes P scheduler steps apart (``AsyncScheduler
-  .decode_stagger``) and the sampled tokens passed back on a ring (``v1/worker/gpu/pp_utils.py : PPHandler``): read,
-  not modelled (how empty schedules advance that cadence was not settled): refused.
+* The V2 model runner (the default for every model from 0.29, ``vllm_runner.model_runner``) keeps async scheduling
+  under PP with ``max_concurrent_batches`` = P + 1, each request's decodes P scheduler steps apart (``AsyncScheduler
+  .decode_stagger``; empty schedules advance ``current_step`` and the worker's ring alike) and the sampled tokens
+  passed back on a ring (``v1/worker/gpu/pp_utils.py : PPHandler``): read in 0.29.0, 0.31.0 and 0.33.0,
+  ``dynamics/pipeline_v2.py``. Before 0.29 (V2 for some models from 0.22) its PP path was not read: refused. The V2
+  runner without async scheduling runs the plain scheduler with the batch queue of P (the first bullet); its ring's
+  wait (call m on call m − P) then falls before the schedule (call m − P's output was processed), so that loop holds.
 * Async scheduling on under PP (0.19's default: ``VllmConfig.__post_init__`` turns it on for the mp executor;
   ``max_concurrent_batches`` = P): the ``AsyncScheduler`` puts every running request in every batch (its
   ``num_output_placeholders``), and the V1 model runner's ``sample_tokens`` on each stage before the last receives the
@@ -27,10 +30,15 @@ from typing import Any
 
 from kvledger.errors import InputError
 
-__all__ = ["PP_FROM", "check_pp_request", "pp_overrides", "pipelined_cost", "pp_figures"]
+__all__ = ["PP_FROM", "V2_PP_FROM", "check_pp_request", "pp_overrides", "pipelined_cost", "pp_figures", "loop_name",
+           "runs_v2"]
 
 PP_FROM = (0, 19, 0)
 """The first vLLM release whose PP engine loop was read (0.19.0; also 0.33.0)."""
+
+V2_PP_FROM = (0, 29, 0)
+"""The first release whose V2 model runner PP loop was read (0.29.0, the first to run V2 for every model; also
+0.33.0)."""
 
 _FEWER = ("plan the stages with `kvledger plan --pp {pp}`, or simulate one TP group on the same GPUs (--tp × {pp}, its "
           "all-reduces over the NICs across nodes)")
@@ -74,16 +82,15 @@ def pp_overrides(a: Any, plan: Any) -> tuple[dict[str, Any], str]:
     if ver < PP_FROM:
         raise InputError(f"--pp {a.pp} with --engine-version {plan.settings.engine_version}: vLLM's pipeline engine "
                          "loop was read from 0.19.0 on; simulate a release from 0.19.0")
-    resolved = resolved_from(plan)
-    runner, auto = resolved.get("model_runner", {}), resolved["async_scheduling"]
-    if runner.get("value") == "v2":
-        raise InputError(f"--pp {a.pp} on vLLM {'.'.join(map(str, ver))}'s V2 model runner ({runner['source']}): "
-                         "its pipeline loop (async scheduling with each request's decodes pipeline_parallel_size "
-                         "steps apart, v1/core/sched/async_scheduler.py decode_stagger, and the sampled tokens on a "
-                         "ring, v1/worker/gpu/pp_utils.py) is not modelled; simulate the V1 runner's loop with a "
-                         "release that runs it by default, e.g. --engine-version 0.19.0 (with --no-async-scheduling: "
-                         "up to P batches in flight), or " + _FEWER.format(pp=a.pp))
+    auto, v2 = resolved_from(plan)["async_scheduling"], runs_v2(plan)
+    if v2 and ver < V2_PP_FROM:
+        raise InputError(f"--pp {a.pp} on vLLM {'.'.join(map(str, ver))}'s V2 model runner: its pipeline loop was "
+                         "read from 0.29.0 on (decodes pipeline_parallel_size scheduler steps apart); simulate it "
+                         "with --engine-version 0.29.0 or later, or the V1 runner's loops with --engine-version "
+                         "0.19.0, or " + _FEWER.format(pp=a.pp))
     on, why = (auto["value"], auto["source"]) if a.async_scheduling is None else (a.async_scheduling, "given")
+    if on and v2:
+        return {"async_scheduling": True}, why
     if on and not auto["value"] and ver >= (0, 33, 0):
         raise InputError(f"--pp {a.pp} with --async-scheduling: {auto['source']}; vLLM refuses the pair (\"Async "
                          "scheduling is not supported by the V1 model runner with pipeline parallelism\"): drop "
@@ -93,6 +100,44 @@ def pp_overrides(a: Any, plan: Any) -> tuple[dict[str, Any], str]:
                          "ahead of the one passing through the stages, which is not modelled (--pp 2 is); give "
                          f"--no-async-scheduling, or {_FEWER.format(pp=a.pp)}")
     return {"async_scheduling": on}, why
+
+
+_LOOP_WORDS = {
+    "v2": ("up to {pp1} batches in flight (pipeline_parallel_size + 1: max_concurrent_batches with async scheduling), "
+           "each request's decodes "
+           "{pp} scheduler steps apart (decode_stagger; empty schedules count), and the stages before the last wait "
+           "for the sampled tokens of the batch {pp} schedules back before their next forward: a request's next token "
+           "waits for its batch's pass through every stage, and the stages overlap other requests' batches"),
+    "queue": ("up to {pp} batches in flight, each request in one (vLLM's batch queue of pipeline_parallel_size without "
+              "async scheduling): a request's next token waits for its batch's pass through every stage, and the "
+              "stages overlap other batches"),
+    "one": ("one batch through every stage at a time (async scheduling: each stage before the last waits for the last "
+            "stage's sampled tokens before its next forward), each step the pipeline's whole pass")}
+_LOOP_FILES = {"v2": ", v1/core/sched/async_scheduler.py AsyncScheduler._update_after_schedule (decode_stagger), "
+                     "v1/worker/gpu/pp_utils.py PPHandler (V2 model runner)",
+               "queue": "",
+               "one": ", v1/worker/gpu_model_runner.py sample_tokens (async scheduling: one pass at a time)"}
+
+
+def _loop_key(cost: Any) -> str:
+    return "v2" if getattr(cost, "staggered", False) else "queue" if cost.overlapping else "one"
+
+
+def loop_name(ver: str | None, cost: Any) -> str:
+    """The engine loop's name with the release (``ver``: the plan's vLLM version) for a ``PipelineStepCost``."""
+    return {"v2": f"vLLM {ver} V2 model runner pipeline loop (async scheduling)",
+            "queue": f"vLLM {ver} batch-queue pipeline loop (no async scheduling)",
+            "one": f"vLLM {ver} V1 model runner async loop (one pass at a time)"}[_loop_key(cost)]
+
+
+def runs_v2(plan: Any) -> bool:
+    """Whether the plan's engine starts vLLM's V2 model runner (given or the release's default)."""
+    from kvledger.accounting.vllm_rules import LATEST, parse_version
+    from kvledger.accounting.vllm_runner import model_runner
+
+    s = plan.settings
+    ver = parse_version(s.engine_version or LATEST)
+    return model_runner(plan.model, ver, s.model_runner, plan.gpu.gpu_id.startswith("amd_"), bool(s.quantization)).v2
 
 
 def pipelined_cost(plan: Any, config: Any, cost: Any, info: dict[str, Any], why: str,
@@ -105,13 +150,11 @@ def pipelined_cost(plan: Any, config: Any, cost: Any, info: dict[str, Any], why:
 
     s = plan.settings
     layers = tuple(st.end_layer - st.start_layer for st in pp_stages(plan.model.num_layers, s.pp))
-    out = PipelineStepCost(cost, pipeline_sends(plan.model, plan.gpu, s), layers, not config.async_scheduling)
+    staggered = config.async_scheduling and runs_v2(plan)
+    out = PipelineStepCost(cost, pipeline_sends(plan.model, plan.gpu, s), layers, not config.async_scheduling,
+                           staggered)
     split = " + ".join(map(str, layers))
-    loop = (f"up to {s.pp} batches in flight, each request in one (vLLM's batch queue of pipeline_parallel_size "
-            "without async scheduling): a request's next token waits for its batch's pass through every stage, and "
-            "the stages overlap other batches" if out.overlapping else
-            "one batch through every stage at a time (async scheduling: each stage before the last waits for the last "
-            "stage's sampled tokens before its next forward), each step the pipeline's whole pass")
+    loop = f"{loop_name(plan.memory.engine_version, out)}: " + _LOOP_WORDS[_loop_key(out)].format(pp=s.pp, pp1=s.pp + 1)
     cross = sum(out.sends.crossing)
     said = (f"pipeline: --pp {s.pp} × --tp {s.tp}, stages of {split} layers, each stage its layers' share of the step "
             f"cost plus the send of hidden_states and residual to the next ({cross} of {s.pp - 1} boundaries across "
@@ -132,11 +175,11 @@ def pp_figures(setup: Any, result: Any) -> dict[str, Any] | None:
     if getattr(cost, "pp", 1) <= 1:
         return None
     ver = setup.plan.memory.engine_version
+    key = _loop_key(cost)
     out = {"pipeline_parallel_size": cost.pp, "layers_per_stage": list(cost.layers), "gpus": cost.pp * setup.tp,
-           "batches_in_flight_max": cost.pp if cost.overlapping else 1,
+           "loop": loop_name(ver, cost), "batches_in_flight_max": {"v2": cost.pp + 1, "queue": cost.pp}.get(key, 1),
            "rule_source": f"vLLM {ver} v1/engine/core.py EngineCore.step_with_batch_queue, v1/core/sched/scheduler.py "
-                          "Scheduler.schedule" + ("" if cost.overlapping else ", v1/worker/gpu_model_runner.py "
-                                                  "sample_tokens (async scheduling: one pass at a time)")}
+                          f"Scheduler.schedule{_LOOP_FILES[key]}"}
     facts = result.extra.get("pipeline")
     if facts is not None:
         out["stage_busy_share"] = facts["stage_busy_share"]
