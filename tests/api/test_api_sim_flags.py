@@ -78,9 +78,9 @@ def test_simulate_runs_the_dp_ranks_and_their_all2all_backend():
     pp = kvledger.simulate(MOE, pp=2, num_requests=5, gpu="H100").to_dict()["pipeline"]
     assert pp["loop"] == "vLLM 0.33.0 V2 model runner pipeline loop (async scheduling)"
     assert pp["batches_in_flight_max"] == 3
-    # 0.25 runs dense Qwen3 on the V2 runner too, whose PP path was read from 0.29 only: refused
-    with pytest.raises(InputError, match=r"^kvledger\.simulate: pp 2 on vLLM 0\.25\.0's V2 model runner"):
-        kvledger.simulate("Qwen/Qwen3-8B", pp=2, num_requests=5, gpu="H100", engine_version="0.25.0")
+    # 0.22 runs dense Qwen3 on the V2 runner too, whose PP path then passed tokens back each batch: refused
+    with pytest.raises(InputError, match=r"^kvledger\.simulate: pp 2 on vLLM 0\.22\.0's V2 model runner"):
+        kvledger.simulate("Qwen/Qwen3-8B", pp=2, num_requests=5, gpu="H100", engine_version="0.22.0")
 
 
 def test_goodput_runs_the_dp_ranks_as_the_command():

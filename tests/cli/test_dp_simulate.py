@@ -44,9 +44,9 @@ def test_text_names_the_lockstep_and_is_deterministic():
 @pytest.mark.parametrize(("args", "said"), [
     (("meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM", "-dp", "2"),
      "simulate them as independent replicas: --replicas 2 --tp 1"),
-    # vLLM 0.25 runs Qwen3-8B on its V2 model runner, whose PP loop was read from 0.29 only (pipeline_v2.py)
-    (("Qwen/Qwen3-8B", "--gpu", "H100", "--pp", "2", "--engine-version", "0.25.0"),
-     "--pp 2 on vLLM 0.25.0's V2 model runner: its pipeline loop was read from 0.29.0 on"),
+    # vLLM 0.22 runs Qwen3-8B on its V2 model runner, whose PP path (tokens back each batch, no stagger) differs
+    (("Qwen/Qwen3-8B", "--gpu", "H100", "--pp", "2", "--engine-version", "0.22.0"),
+     "--pp 2 on vLLM 0.22.0's V2 model runner: its pipeline loop was read from 0.23.0 on"),
     (("deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--pp", "2", "-dp", "8", "--enable-expert-parallel"),
      "DP ranks with pipeline stages are not modelled"),
     (("deepseek-ai/DeepSeek-V3", "--gpu", "H200", "-dp", "8"), "without --enable-expert-parallel"),

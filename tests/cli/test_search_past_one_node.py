@@ -30,10 +30,11 @@ def test_the_rows_listed_count_one_gpu_in_the_singular():
 
 
 def test_pp_refusal_names_the_same_gpus_as_one_tp_group():
-    # cost --simulate refuses --pp on vLLM 0.28's V2 model runner (its PP loop was read from 0.29 on); the layout on the
-    # same GPUs it does simulate is one TP group of --tp × 4 across the nodes (the refusal said only "--tp" before)
+    # cost --simulate refuses --pp 4 with vLLM 0.19's async scheduling (P − 1 batches scheduled ahead, not modelled);
+    # the layout on the same GPUs it does simulate is one TP group of --tp × 4 across the nodes (the refusal said only
+    # "--tp" before)
     from cli_run import refused
 
     msg = refused("cost", "--simulate", "meta-llama/Llama-3.1-405B-Instruct", "--gpu", "H100", "--tp", "8", "--pp", "4",
-                  "--slo", "ttft=2s,tpot=60ms", "--engine-version", "0.28.0")
-    assert "--pp 4 on vLLM 0.28.0's V2 model runner" in msg and "the same GPUs (--tp × 4" in msg
+                  "--slo", "ttft=2s,tpot=60ms", "--engine-version", "0.19.0")
+    assert "--pp 4 with async scheduling" in msg and "the same GPUs (--tp × 4" in msg

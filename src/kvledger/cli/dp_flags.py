@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from kvledger.cli.flag_groups import GroupUse, flag
 from kvledger.errors import InputError
 
-__all__ = ["SimDataParallelFlags", "SIM_DP", "SearchDataParallelFlags", "DP_REFUSAL", "PP_REFUSAL",
+__all__ = ["SimDataParallelFlags", "SIM_DP", "SearchDataParallelFlags", "DP_REFUSAL",
            "with_dp", "refuse_dp_on_files"]
 
 DP_REFUSAL = (
@@ -25,18 +25,10 @@ DP_REFUSAL = (
 """The refusal, formatted with the flags given."""
 
 
-PP_REFUSAL = (
-    "--pp {pp}: pipeline parallelism is simulated by `kvledger simulate`, `goodput --simulate` and `cost --simulate` "
-    "(vLLM's batch queue of pipeline_parallel_size batches), not yet by {command}; run one of those with --pp {pp}, "
-    "plan the stages with `kvledger plan --pp {pp}`, or simulate one TP group on the same GPUs here: --tp × {pp} "
-    "(e.g. --tp 16 for --tp 8 --pp 2 on 8-GPU nodes: its all-reduces over the NICs; --inter-node-link gives yours)")
-"""The refusal of pipeline stages in a command that does not simulate them, formatted with the size and command."""
-
-
 @dataclass(frozen=True, slots=True)
 class SimDataParallelFlags:
     """``kvledger simulate``'s parallelism beyond TP: vLLM's --data-parallel-size (simulated for a MoE model with
-    --enable-expert-parallel: sim_dp.py), SGLang's --enable-dp-attention and --pp (refused)."""
+    --enable-expert-parallel: sim_dp.py), SGLang's --enable-dp-attention (refused) and vLLM's --pp (sim_pp.py)."""
 
     data_parallel_size: int | None = flag("--data-parallel-size", "--dp-size", "-dp", help=(
         "vLLM's DP ranks of a MoE model (with --enable-expert-parallel): N engine cores on N × TP GPUs, each its own "
@@ -44,9 +36,10 @@ class SimDataParallelFlags:
     enable_dp_attention: bool = flag("--enable-dp-attention", default=False, help=(
         "SGLang's DP attention: not simulated (`kvledger plan` models its memory); refused here."))
     pp: int | None = flag("--pp", "--pipeline-parallel-size", help=(
-        "vLLM's pipeline stages, each --tp GPUs with its share of the layers and their KV: up to N batches in flight "
-        "(vLLM's batch queue), each stage priced as its layers' share of the step plus the send to the next "
-        "(simulate, goodput --simulate, cost --simulate; refused by report)."))
+        "vLLM's pipeline stages, each --tp GPUs with its share of the layers and their KV: the release's pipeline "
+        "loop (the V2 model runner from 0.23: N + 1 batches in flight, each request's decodes N steps apart; "
+        "without async scheduling the batch queue of N), each stage priced as its layers' share of the step plus "
+        "the send to the next (simulate, goodput --simulate, cost --simulate, report)."))
     all2all_backend: str | None = flag("--all2all-backend", help=(
         "vLLM's expert-parallel all-to-all backend (VLLM_ALL2ALL_BACKEND before 0.11.1) for the DP ranks' memory plan: "
         "the rows each GPU's MoE layers run in the profile, as `kvledger plan --all2all-backend` counts them "

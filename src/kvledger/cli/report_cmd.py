@@ -131,7 +131,11 @@ def _print(data: ReportData, o: ReportOutFlags, client_latency: str | None, coun
 
         for line in report_answer_lines(data.cost):
             typer.echo(line)
-        if data.engine_savings is None:  # --engine sglang: the baselines are vLLM's presets (report_flags)
+        pp = data.inputs["engine"].get("pp")
+        if data.engine_savings is None and pp:  # static batching and contiguous KV are not simulated under PP
+            typer.echo(f"note: --pp {pp}: vLLM's pipeline loop on {pp} stages throughout; the comparison with static "
+                       "batching and contiguous KV (vLLM's presets, not simulated with pipeline stages) is left out")
+        elif data.engine_savings is None:  # --engine sglang: the baselines are vLLM's presets (report_flags)
             typer.echo("note: engine sglang: SGLang's plan, pool and scheduler throughout; the comparison with static "
                        "batching and contiguous KV (vLLM's presets) is left out")
         from kvledger.analyses.serving.client_latency import client_latency_of

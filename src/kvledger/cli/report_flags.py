@@ -163,10 +163,6 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
     from kvledger.catalog.given_prices import one_gpu_usd
     from kvledger.errors import InputError
 
-    if dp is not None and (dp.pp or 1) > 1:  # its sweeps and static/contiguous runs step one TP group
-        from kvledger.cli.dp_flags import PP_REFUSAL
-
-        raise InputError(PP_REFUSAL.format(pp=dp.pp, command="`kvledger report`"))
     synthetic = {"prompt_lengths": r.prompt_lengths, "output_lengths": r.output_lengths, "arrival_cv": r.arrival_cv}
     if r.trace is not None and any(v is not None for v in synthetic.values()):  # cost's refusal (sim_opts)
         raise InputError("give either --trace or a synthetic workload (--prompt-lengths/--output-lengths), not both")
@@ -196,6 +192,8 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
         engine["data_parallel_size"] = dp.data_parallel_size
     if dp is not None and dp.all2all_backend:  # vLLM's, in every plan and simulation of the report (vllm_all2all)
         engine["all2all_backend"] = dp.all2all_backend
+    if dp is not None and (dp.pp or 1) > 1:  # vLLM's pipeline stages in every plan and simulation (sim_pp.py)
+        engine["pp"] = dp.pp
     req = ReportRequest(model=model, gpu=gpu, slo=slo, api=r.api, trace=r.trace or "azure-conv", **synthetic,
                          num_requests=r.num_requests,
                          seed=r.seed, target=r.target, engine=engine, utilization=b.utilization,
@@ -207,8 +205,10 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
                          engineer_usd_per_month=b.engineer_usd, bench_files=tuple(str(x) for x in bench or ()),
                          monthly_tokens=b.monthly_tokens, monthly_requests=b.monthly_requests,
                          monthly_input_tokens=b.monthly_input_tokens, monthly_output_tokens=b.monthly_output_tokens,
-                         peak_to_mean=b.peak_to_mean, with_engine_savings=engine.get("policy") is None, tier=tier)
-    if "data_parallel_size" in engine:
+                         peak_to_mean=b.peak_to_mean,
+                         # static batching and contiguous KV are not simulated under --pp (sim_pp.check_pp_request)
+                         with_engine_savings=engine.get("policy") is None and "pp" not in engine, tier=tier)
+    if "data_parallel_size" in engine or "pp" in engine:  # checked as cost --simulate checks them
         from kvledger.analyses.serving.decision_data import sim_args
         from kvledger.cli.dp_flags import with_dp
 

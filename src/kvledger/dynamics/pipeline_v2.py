@@ -1,8 +1,11 @@
-"""vLLM's engine loop under pipeline parallelism on its V2 model runner with async scheduling (the default from 0.29):
+"""vLLM's engine loop under pipeline parallelism on its V2 model runner with async scheduling (default for every model
+from 0.29, for some from 0.22):
 up to P + 1 scheduler outputs in flight, each request's decodes P scheduler steps apart, the sampled tokens passed
 back to the stages before the last on a ring P steps deep.
 
-Read in vLLM 0.29.0, 0.31.0 and 0.33.0 (the same rule in each; 0.30 and 0.32 between them, assumed the same):
+Read in vLLM 0.23.0, 0.24.0, 0.25.0, 0.29.0, 0.31.0 and 0.33.0 (the same rule in each; the releases between them
+assumed the same; 0.22.0's V2 runner broadcasts each batch's tokens in ``sample_tokens``, ``pp_utils.pp_receive``,
+with no stagger: not this loop, refused in ``sim_pp``):
 
 * ``config/vllm.py : VllmConfig.max_concurrent_batches``: with async scheduling on the V2 runner the batch queue holds
   ``pipeline_parallel_size + 1`` outputs.

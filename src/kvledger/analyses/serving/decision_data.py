@@ -107,6 +107,7 @@ def build_plan_section(req: ReportRequest) -> dict[str, Any]:
     mml, auto = read_max_model_len(str(e["max_model_len"]) if e.get("max_model_len") else None, engine,
                                    e.get("engine_version"))  # as the release reads it, as the simulation's plan
     settings = make_settings(engine=engine, engine_version=e.get("engine_version"), tp=e.get("tp") or 1,
+                             pp=e.get("pp") or 1,
                              max_model_len=mml, auto_max_model_len=auto or None,
                              contexts=plan_contexts(req), gpu_memory_utilization=e.get("gpu_memory_utilization"),
                              kv_cache_dtype=e.get("kv_cache_dtype") or "auto", quantization=e.get("quantization"),

@@ -20,7 +20,7 @@ report compares (``decision_data`` re-exports it)."""
 
 PLAN_KEYS = ("engine_version", "tp", "max_model_len", "gpu_memory_utilization", "kv_cache_dtype", "quantization",
              "max_num_seqs", "wddm", "allreduce_link_share", "enable_expert_parallel",
-             "data_parallel_size")
+             "data_parallel_size", "pp")
 """The engine settings ``kvledger plan`` takes (the others are the simulator's)."""
 
 

@@ -10,8 +10,9 @@ Which loop vLLM runs, read in 0.19.0 and 0.33.0:
 * The V2 model runner (the default for every model from 0.29, ``vllm_runner.model_runner``) keeps async scheduling
   under PP with ``max_concurrent_batches`` = P + 1, each request's decodes P scheduler steps apart (``AsyncScheduler
   .decode_stagger``; empty schedules advance ``current_step`` and the worker's ring alike) and the sampled tokens
-  passed back on a ring (``v1/worker/gpu/pp_utils.py : PPHandler``): read in 0.29.0, 0.31.0 and 0.33.0,
-  ``dynamics/pipeline_v2.py``. Before 0.29 (V2 for some models from 0.22) its PP path was not read: refused. The V2
+  passed back on a ring (``v1/worker/gpu/pp_utils.py : PPHandler``): read in 0.23.0–0.25.0, 0.29.0, 0.31.0 and
+  0.33.0, ``dynamics/pipeline_v2.py``. 0.22 (V2 for some models from then) passes the tokens back each batch with no
+  stagger (``pp_utils.pp_receive``): not modelled, refused. The V2
   runner without async scheduling runs the plain scheduler with the batch queue of P (the first bullet); its ring's
   wait (call m on call m − P) then falls before the schedule (call m − P's output was processed), so that loop holds.
 * Async scheduling on under PP (0.19's default: ``VllmConfig.__post_init__`` turns it on for the mp executor;
@@ -36,9 +37,10 @@ __all__ = ["PP_FROM", "V2_PP_FROM", "check_pp_request", "pp_overrides", "pipelin
 PP_FROM = (0, 19, 0)
 """The first vLLM release whose PP engine loop was read (0.19.0; also 0.33.0)."""
 
-V2_PP_FROM = (0, 29, 0)
-"""The first release whose V2 model runner PP loop was read (0.29.0, the first to run V2 for every model; also
-0.33.0)."""
+V2_PP_FROM = (0, 23, 0)
+"""The first release whose V2 model runner runs the staggered PP loop (read in 0.23.0, 0.24.0, 0.25.0, 0.29.0, 0.31.0
+and 0.33.0; 0.22.0's broadcasts each batch's sampled tokens in its ``sample_tokens``, ``pp_utils.pp_receive``, with no
+stagger: not modelled)."""
 
 _FEWER = ("plan the stages with `kvledger plan --pp {pp}`, or simulate one TP group on the same GPUs (--tp × {pp}, its "
           "all-reduces over the NICs across nodes)")
@@ -85,9 +87,9 @@ def pp_overrides(a: Any, plan: Any) -> tuple[dict[str, Any], str]:
     auto, v2 = resolved_from(plan)["async_scheduling"], runs_v2(plan)
     if v2 and ver < V2_PP_FROM:
         raise InputError(f"--pp {a.pp} on vLLM {'.'.join(map(str, ver))}'s V2 model runner: its pipeline loop was "
-                         "read from 0.29.0 on (decodes pipeline_parallel_size scheduler steps apart); simulate it "
-                         "with --engine-version 0.29.0 or later, or the V1 runner's loops with --engine-version "
-                         "0.19.0, or " + _FEWER.format(pp=a.pp))
+                         "read from 0.23.0 on (decodes pipeline_parallel_size scheduler steps apart; 0.22's "
+                         "differs); simulate it with --engine-version 0.23.0 or later, or the V1 runner's loops with "
+                         "--engine-version 0.19.0, or " + _FEWER.format(pp=a.pp))
     on, why = (auto["value"], auto["source"]) if a.async_scheduling is None else (a.async_scheduling, "given")
     if on and v2:
         return {"async_scheduling": True}, why
@@ -113,8 +115,8 @@ _LOOP_WORDS = {
               "stages overlap other batches"),
     "one": ("one batch through every stage at a time (async scheduling: each stage before the last waits for the last "
             "stage's sampled tokens before its next forward), each step the pipeline's whole pass")}
-_LOOP_FILES = {"v2": ", v1/core/sched/async_scheduler.py AsyncScheduler._update_after_schedule (decode_stagger), "
-                     "v1/worker/gpu/pp_utils.py PPHandler (V2 model runner)",
+_LOOP_FILES = {"v2": ", v1/core/sched/async_scheduler.py AsyncScheduler._update_after_schedule "
+                     "(next_decode_eligible_step), v1/worker/gpu/pp_utils.py PPHandler (V2 model runner)",
                "queue": "",
                "one": ", v1/worker/gpu_model_runner.py sample_tokens (async scheduling: one pass at a time)"}
 
