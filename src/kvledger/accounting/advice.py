@@ -1,8 +1,8 @@
 """When a plan does not fit: by how much, and what each fix would buy, with numbers; and the waterfall of terms.
 
-The fixes are the ones the engines' own errors and docs name (vLLM's start-up error suggests
-raising gpu_memory_utilization or lowering max_model_len; its tuning guide adds tensor
-parallelism; FP8 KV halves the page): each is re-planned, not guessed.
+The fixes are the ones the engines' own errors and docs name (vLLM's start-up error suggests raising
+gpu_memory_utilization or lowering max_model_len; its tuning guide adds tensor parallelism; FP8 KV halves the page):
+each is re-planned, not guessed.
 """
 
 from __future__ import annotations
@@ -12,17 +12,17 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from kvledger.accounting import advice_startup_len as SL
 from kvledger.accounting.advice_cap import at_len, capped_at_max, context_words, few_words, seqs_options
 from kvledger.accounting.advice_combo import TP_STEPS, fewer_gpu_options
 from kvledger.accounting.advice_dp import dp_advice
-from kvledger.accounting.advice_len import blocks_at, estimate_len, estimate_len_low, max_len_option
+from kvledger.accounting.advice_len import blocks_at, max_len_option
 from kvledger.accounting.advice_mamba import no_prefix_caching_option
 from kvledger.accounting.advice_mnbt import max_num_batched_tokens_fix
 from kvledger.accounting.advice_override_oom import override_out_of_memory, override_over_budget_note
 from kvledger.accounting.advice_seqs import max_num_seqs_fix
 from kvledger.accounting.advice_sglang import fp8_kv_flag, mem_fraction_option
 from kvledger.accounting.advice_sglang_len import sglang_reduced_words
-from kvledger.accounting.advice_startup_len import does_not_fit_words, override_check, starts_never_scheduled
 from kvledger.accounting.advice_trtllm_len import SERVED_AT_LOWER_LEN, trtllm_reduced_words
 from kvledger.accounting.advice_types import Advice, Option
 from kvledger.accounting.advice_waterfall import waterfall
@@ -40,7 +40,8 @@ __all__ = ["Option", "Advice", "advise", "waterfall"]
 
 
 def _at_len(p: Plan) -> tuple[float, int]:
-    return (r.max_concurrency, r.max_requests) if (r := p.row_at(p.memory.max_model_len)) else (0.0, 0)
+    r = p.row_at(p.memory.max_model_len)  # none where vLLM's own check refuses the re-plan (0.14–0.16 under PP)
+    return (r.max_concurrency, r.max_requests) if r and not SL.check_refuses(p) else (0.0, 0)
 
 
 def _retry(build: Callable, p: Plan) -> Callable[..., Plan | None]:
@@ -57,8 +58,7 @@ def _try(build: Callable, p: Plan, gpu=None, **update) -> Plan | None:
 
 
 def _options(p: Plan, build: Callable, est_len: int | None) -> list[Option]:
-    opts: list[Option] = []
-    tp_alone = None
+    opts, tp_alone = [], None  # tp_alone: the smallest --tp that alone fits, if any
     for tp in TP_STEPS:
         if tp <= p.settings.tp:
             continue
@@ -82,7 +82,7 @@ def _options(p: Plan, build: Callable, est_len: int | None) -> list[Option]:
             opts.append(Option("-q fp8", c, n, f"{_FP8_WEIGHTS_WHY}; {q.memory.available_kv_bytes / GiB:.2f} GiB KV "
                                "per GPU", q.memory.max_model_len))
     if est_len:
-        opts.append(max_len_option(p, est_len, estimate_len_low(p, est_len)))
+        opts.append(max_len_option(p, est_len, SL.fix_len_low(p, est_len)))
     seqs = [Option(*fix) for fix in max_num_seqs_fix(p, build)] + no_prefix_caching_option(p, _retry(build, p), 0)
     seqs += max_num_batched_tokens_fix(p, build)  # vLLM DP + EP: the profile's MoE rows are DP × the token budget
     fraction = _utilization_option(p, build) + mem_fraction_option(p, lambda **u: _try(build, p, **u), _at_len)
@@ -253,17 +253,17 @@ def _advise(p: Plan, build: Callable) -> Advice:
     if m.state_refused:  # SGLang's Mamba state slots serve no request: the note says why and what raises them
         why = next(n for n in m.notes if n.startswith("SGLang would refuse to start"))
         return Advice("state_does_not_fit", "does not fit: " + why, 0.0, None, tuple(_options(p, build, None)))
-    if row and (edge := override_check(p, need_blocks)):  # vLLM V1 < 0.21: the check ignores the override
+    if row and (edge := SL.override_check(p, need_blocks)):  # vLLM V1 < 0.21: the check ignores the override
         return edge
-    if row and row.max_requests < 1:
-        if edge := starts_never_scheduled(p, need_blocks):  # before vLLM 0.29: starts, the request never runs
+    if row and (row.max_requests < 1 or SL.check_refuses(p)):  # the check's count: vLLM 0.14–0.16 under PP
+        if edge := SL.starts_never_scheduled(p, need_blocks):  # before vLLM 0.29: starts, the request never runs
             return edge
         lower = (trtllm_reduced_words(p, need_blocks) if m.engine == "trtllm" else  # both start, serving shorter
                  sglang_reduced_words(p, need_blocks) if m.engine == "sglang" else None)  # (advice_*_len)
         if lower is not None:
             return Advice(SERVED_AT_LOWER_LEN, lower[0], lower[1], lower[2], tuple(_options(p, build, lower[2])))
-        msg, short, est, est_low = does_not_fit_words(p, need_blocks)
-        opts = tuple(_options(p, build, estimate_len(p)))  # the --max-model-len fix: the length that runs
+        msg, short, est, est_low = SL.does_not_fit_words(p, need_blocks)
+        opts = tuple(_options(p, build, SL.fix_len(p)))  # the --max-model-len fix: runs (and passes the check)
         return Advice("max_model_len_does_not_fit", msg, short, est, opts, est_low)
     fit = _fits(p, build)
     over = override_over_budget_note(p)  # the override's blocks reach past the budget, within the device

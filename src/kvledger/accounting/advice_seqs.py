@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from kvledger.accounting.advice_startup_len import check_refuses
 from kvledger.errors import InputError
 from kvledger.units import GiB
 
@@ -38,7 +39,7 @@ def max_num_seqs_fix(p: Plan, build: Callable) -> list[tuple[str, float, int, st
         except InputError:
             return []
         row = q.row_at(q.memory.max_model_len)
-        if row and row.max_requests >= 1:
+        if row and row.max_requests >= 1 and not check_refuses(q):  # vLLM 0.14–0.16's PP check passes too
             act = next((d.bytes for d in m.deductions if d.name == "activation peak"), 0.0)
             new = next((d.bytes for d in q.memory.deductions if d.name == "activation peak"), 0.0)
             return [(f"--max-num-seqs {n}", row.max_concurrency, row.max_requests,

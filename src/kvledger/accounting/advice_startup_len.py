@@ -1,7 +1,9 @@
 """The verdict on max_model_len against the pool as the plan's vLLM version checks it at start-up: "does not fit" with
 vLLM's own estimated maximum model length, or, before 0.29 where a request needing every block of the pool passes the
-check (``advice_len.check_blocks``), or in 0.14–0.18 where the check counts the first KV cache group alone
-(``advice_len.check_need``), "fits" with the warning that such a request can never be scheduled."""
+check (``advice_len.check_blocks``), or where the check counts fewer blocks than the request takes (the first KV cache
+group alone in 0.14–0.18, no padding slot before 0.14: ``advice_len.check_need``), "fits" with the warning that such a
+request can never be scheduled; and "does not fit" where the check counts more than the pool holds though the request
+fits it (the whole model's layers on one pipeline stage, 0.14–0.16)."""
 
 from __future__ import annotations
 
@@ -22,14 +24,14 @@ from kvledger.accounting.advice_len import (
 )
 from kvledger.accounting.advice_types import Advice, Option
 from kvledger.accounting.kv_range import no_fit_caveat
-from kvledger.accounting.vllm_check_demand import first_group_only, first_group_words
+from kvledger.accounting.vllm_check_demand import check_count_words
 from kvledger.accounting.vllm_rules import version_tuple
 from kvledger.units import GiB
 
 if TYPE_CHECKING:
     from kvledger.accounting.plan import Plan
 
-__all__ = ["override_check", "starts_never_scheduled", "does_not_fit_words"]
+__all__ = ["override_check", "starts_never_scheduled", "does_not_fit_words", "check_refuses", "fix_len", "fix_len_low"]
 
 _BEFORE = ".".join(map(str, NULL_BLOCK_CHECK_FROM[:2]))
 _WHY = (f"vLLM's start-up check counts the null block before {_BEFORE} (v1/core/kv_cache_utils.py "
@@ -45,7 +47,7 @@ def starts_never_scheduled(p: Plan, need_blocks: int) -> Advice | None:
     if need_blocks <= m.usable_blocks:
         return None
     if need_blocks > check_blocks(m):
-        return _first_group_starts(p, need_blocks)
+        return _check_counts_fewer(p, need_blocks)
     run = estimate_len(p)
     fix = f"; --max-model-len {run} runs (the {m.usable_blocks:,} usable blocks hold it)" if run else ""
     msg = (f"fits: vLLM {m.engine_version} starts, but a request of max_model_len {m.max_model_len:,} tokens can never "
@@ -55,23 +57,51 @@ def starts_never_scheduled(p: Plan, need_blocks: int) -> Advice | None:
     return Advice("fits", msg, options=opts)
 
 
-def _first_group(p: Plan) -> bool:
-    """The plan's vLLM release counts only the first of its layout's KV cache groups at start-up (0.14–0.18)."""
-    return p.memory.engine == "vllm" and first_group_only(version_tuple(p.memory.engine_version), p.layout)
-
-
-def _first_group_starts(p: Plan, need_blocks: int) -> Advice | None:
-    """vLLM 0.14–0.18 with several KV cache groups, a max_model_len request longer than the pool that the check's
-    first-group count passes: "fits" (vLLM starts) with the warning that such a request is never scheduled; None
-    otherwise."""
+def _counted(p: Plan) -> str:
+    """Why the plan's vLLM release counts other blocks at start-up than one request takes (``check_count_words``: the
+    first group alone, the whole model's groups on one stage, no padding slot), "" where it counts the same."""
     m = p.memory
-    if not _first_group(p) or check_need(p) > check_blocks(m):
+    return check_count_words(p.layout, version_tuple(m.engine_version), m.engine_version) if m.engine == "vllm" else ""
+
+
+def check_refuses(p: Plan) -> bool:
+    """vLLM refuses to start though one max_model_len request fits the pool: its check counts more blocks than the
+    pool holds (0.14–0.16 under PP: the whole model's groups on one stage's memory)."""
+    return bool(_counted(p)) and check_need(p) > check_blocks(p.memory)
+
+
+def fix_len(p: Plan) -> int | None:
+    """The --max-model-len fix: the longest request the pool holds, and where the check counts more, no longer than
+    the longest it passes (vLLM's printed estimate), tokens; None when none is."""
+    run = estimate_len(p)
+    if not check_refuses(p):
+        return run
+    est = printed_estimate(p)
+    return min(run, est) if run and est else None
+
+
+def fix_len_low(p: Plan, est: int) -> int | None:
+    """``fix_len``'s ``est`` at the low end of the plan's block range: the length that runs there, and where the check
+    counts more, no longer than the one it passes there, tokens."""
+    low = estimate_len_low(p, est)
+    if not check_refuses(p):
+        return low
+    checked = estimate_len_low(p, est, check_blocks(p.memory), check=True)
+    return min(low, checked) if low and checked else None
+
+
+def _check_counts_fewer(p: Plan, need_blocks: int) -> Advice | None:
+    """A max_model_len request longer than the pool that the release's check passes as it counts fewer blocks (the
+    first KV cache group alone in 0.14–0.18, no padding slot before 0.14): "fits" (vLLM starts) with the warning that
+    such a request is never scheduled; None otherwise."""
+    m = p.memory
+    if not _counted(p) or check_need(p) > check_blocks(m):
         return None
     run = estimate_len(p)
     fix = f"; --max-model-len {run} runs (the {m.usable_blocks:,} usable blocks hold it)" if run else ""
     msg = (f"fits: vLLM {m.engine_version} starts, but a request of max_model_len {m.max_model_len:,} tokens can never "
            f"be scheduled: it needs {need_blocks:,} blocks, more than the {m.usable_blocks:,} usable of the "
-           f"{m.num_gpu_blocks:,}-block pool; {first_group_words(p.layout, m.engine_version)}, where it counts "
+           f"{m.num_gpu_blocks:,}-block pool; {_counted(p)}, where it counts "
            f"{check_need(p):,}, so the check passes and such a request waits forever{fix}")
     opts = (max_len_option(p, run, estimate_len_low(p, run)),) if run else ()
     return Advice("fits", msg, options=opts)
@@ -80,11 +110,13 @@ def _first_group_starts(p: Plan, need_blocks: int) -> Advice | None:
 def does_not_fit_words(p: Plan, need_blocks: int) -> tuple[str, float, int | None, int | None]:
     """(message, shortfall B, vLLM's printed estimated maximum model length, the same at the range's low end) for a
     max_model_len request that needs more blocks than the plan's vLLM version's start-up check allows (the check's own
-    count ``check_need``: the first KV cache group's alone in 0.14–0.18)."""
+    count ``check_need``: the first KV cache group's alone in 0.14–0.18, the whole model's on one stage in 0.14–0.16
+    under PP, no padding slot before 0.14)."""
     m = p.memory
     have_blocks = check_blocks(m)
-    one = _first_group(p)
-    need_blocks = check_need(p) if one else need_blocks
+    why = _counted(p)
+    may = "" if check_refuses(p) else no_fit_caveat(m.ranges)  # the pool holds the request, the check asks more
+    need_blocks = check_need(p) if why else need_blocks
     need, have = need_blocks * m.bytes_per_block, have_blocks * m.bytes_per_block
     est = printed_estimate(p)
     est_low = estimate_len_low(p, est, have_blocks, check=True)
@@ -93,11 +125,11 @@ def does_not_fit_words(p: Plan, need_blocks: int) -> tuple[str, float, int | Non
     else:
         held = (f"its {have_blocks:,} blocks hold ({m.available_kv_bytes / GiB:.2f} GiB available; {_WHY}, so a "
                 f"request gets at most {m.usable_blocks:,} of them)")
-    counted = f" as {first_group_words(p.layout, m.engine_version)}" if one else ""
+    counted = f" as {why}" if why else ""
     msg = (f"max_model_len does not fit: one {m.max_model_len:,}-token request needs {need / GiB:.2f} GiB of KV "
            f"cache ({need_blocks:,} blocks{counted}), more than the {have / GiB:.2f} GiB {held}; short by "
            f"{(need - have) / GiB:.2f} GiB. Based on the available memory the estimated maximum model length is "
-           f"{est or 0:,}{low_len_clause(est, est_low)}{_runs_clause(p, est)}.{no_fit_caveat(m.ranges)}")
+           f"{est or 0:,}{low_len_clause(est, est_low)}{_runs_clause(p, est)}.{may}")
     return msg, need - have, est, est_low
 
 
@@ -105,7 +137,7 @@ def _runs_clause(p: Plan, est: int | None) -> str:
     """Before 0.29, where vLLM's printed estimate passes the check but needs a block no request gets: the length that
     runs; "" where they agree."""
     run = estimate_len(p)
-    if not est or not run or run == est:
+    if not est or not run or run >= est:  # longer: the pool holds what the check refuses (check_refuses)
         return ""
     return f" (vLLM {p.memory.engine_version}'s own figure; a request that long would never be scheduled: {run:,} runs)"
 
@@ -139,7 +171,7 @@ def override_check(p: Plan, need_blocks: int) -> Advice | None:
     need, have = counted * m.bytes_per_block, mem_blocks * m.bytes_per_block
     held = (f"; the override's {m.usable_blocks:,} usable blocks would hold it, but the check comes first"
             if need_blocks <= m.usable_blocks else "")
-    one = f" as {first_group_words(p.layout, m.engine_version)}" if _first_group(p) else ""
+    one = f" as {why}" if (why := _counted(p)) else ""
     msg = (f"max_model_len does not fit: one {m.max_model_len:,}-token request needs {need / GiB:.2f} GiB of KV "
            f"cache ({counted:,} blocks{one}), more than the {have / GiB:.2f} GiB of the profiled memory's "
            f"{mem_blocks:,} blocks; {why}{held}; short by {(need - have) / GiB:.2f} GiB. Based on the available "

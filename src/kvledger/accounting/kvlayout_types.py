@@ -83,6 +83,9 @@ class KVLayout:
         block_size: tokens per block of the attention groups (the smallest if they differ), tokens.
         padding_layers: layer slots with no layer behind them (wasted), count.
         notes: how the layout was decided.
+        global_layout: under pipeline parallelism, the whole model's layout (the global KV cache groups vLLM builds
+            from every stage's layers), which vLLM 0.14.0–0.16.0's start-up check reads (``vllm_check_demand``);
+            None otherwise. Not in JSON.
     """
 
     __json__ = ("bytes_per_block", "block_size", "padding_layers", "num_groups", "notes", "groups")
@@ -91,6 +94,7 @@ class KVLayout:
     block_size: int
     padding_layers: int
     notes: tuple[str, ...] = field(default_factory=tuple)
+    global_layout: KVLayout | None = None
 
     def blocks_per_request(self, max_model_len: int, inflight_tokens: int) -> int:
         """R(L): Σ over groups of the blocks one request may need, blocks (docs/engine-model.md §1.7)."""

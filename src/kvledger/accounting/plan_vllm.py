@@ -23,6 +23,7 @@ from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.topology import nodes_within_dp
 from kvledger.accounting.vllm_auto_len import auto_max_model_len
 from kvledger.accounting.vllm_block_choice import dsv4_reservation_note, mamba_rule, vllm_block_size
+from kvledger.accounting.vllm_check_demand import GLOBAL_GROUPS_CHECK as G
 from kvledger.accounting.vllm_collectives import non_torch_term
 from kvledger.accounting.vllm_flag_terms import executor_note
 from kvledger.accounting.vllm_inflight import sliding_inflight_tokens
@@ -122,21 +123,19 @@ class _Stage:
 
 def _stage_budgets(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, ver, mnbt: int, seqs: int, B: int,
                    unify: bool, requested: int, checkpoint: ModelSpec, mamba: R.MambaCacheRule | None) -> list[_Stage]:
-    out = []
+    out, align = [], mamba.checkpoint_alignment_tokens if mamba else None
+    kw = dict(unify_hybrid=unify, checkpoint_alignment_tokens=align, ver=ver,
+              state_pages_per_request=mamba.state_pages_per_request if mamba else 1,
+              state_page_per_block=mamba.page_per_block if mamba else False)
+    whole = vllm_layout(model, kv, B, **kw) if s.pp > 1 and G[0] <= ver < G[1] else None  # the check's, 0.14–0.16
     for st in P.pp_stages(model.num_layers, s.pp):
         sm = P.stage_model(model, st)
         skv = kv if s.pp == 1 else kv_ledger(sm, s.kv_cache_dtype, s.tp, mamba_ssm_cache_dtype=s.mamba_ssm_cache_dtype)
-        align = mamba.checkpoint_alignment_tokens if mamba else None
-        layout = vllm_layout(sm, skv, B, unify_hybrid=unify, checkpoint_alignment_tokens=align, ver=ver,
-                             state_pages_per_request=mamba.state_pages_per_request if mamba else 1,
-                             state_page_per_block=mamba.page_per_block if mamba else False,
-                             group_counts=whole_counts(model, kv, B, s.pp, ver, unify, align))
+        layout = vllm_layout(sm, skv, B, **kw, group_counts=whole_counts(model, kv, B, s.pp, ver, unify, align))
+        layout = replace(layout, global_layout=whole) if whole is not None and whole.groups else layout
         items = _deductions(sm, gpu, s, ver, mnbt, seqs, st, checkpoint)
-        avail = (
-            s.available_kv_memory_bytes
-            if s.available_kv_memory_bytes is not None
-            else int(requested - sum(i.bytes for i in items))
-        )
+        given = s.available_kv_memory_bytes
+        avail = given if given is not None else int(requested - sum(i.bytes for i in items))
         if not layout.groups:  # no KV cache group: no pool; KVCacheConfig(num_blocks=1) keeps only the null block
             out.append(_Stage(st, sm, layout, items, 0, 1, skv))
             continue
