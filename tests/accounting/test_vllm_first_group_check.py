@@ -119,12 +119,14 @@ def test_doctor_says_vllms_own_estimate_is_the_first_groups_in_014_to_018():
     assert max_len_fix(ctx) == "(--max-model-len 7984: vLLM's own estimate of the longest that fits, line 12)"
 
 
-def test_simulate_refuses_the_pool_017_starts_with_saying_why():
-    # vLLM 0.17 starts on 1,000 blocks, but no max_model_len request (8,713 blocks) ever runs: the simulator refuses
-    # the run whether or not it checks its requests (the null-block edge allows one block past the usable ones)
+def test_simulate_runs_the_pool_017_starts_with_only_where_it_checks_the_requests():
+    # vLLM 0.17 starts on 1,000 blocks though no max_model_len request (8,713 blocks with the in-flight tokens) ever
+    # runs: a caller that checks its requests (simulate: null_block_edge.py) gets the pool, with 8,713 − 999 = 7,714
+    # blocks of slack past the usable ones; one that does not is refused, saying why
     from kvledger.analyses.serving.from_plan import engine_config_from_plan
     from kvledger.errors import DoesNotFitError
 
-    for allowed in (True, False):
-        with pytest.raises(DoesNotFitError, match="where it counts 521.*the simulator runs no pool that short"):
-            engine_config_from_plan(_plan("0.17.0", 1_000), null_block_edge=allowed)
+    cfg, _ = engine_config_from_plan(_plan("0.17.0", 1_000), null_block_edge=True)
+    assert cfg.num_usable_blocks == 999 and cfg.startup_counts_null_block == 7_714
+    with pytest.raises(DoesNotFitError, match="where it counts 521.*goes ahead where none is that long"):
+        engine_config_from_plan(_plan("0.17.0", 1_000), null_block_edge=False)

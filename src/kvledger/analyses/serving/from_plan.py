@@ -164,7 +164,7 @@ def engine_config_from_plan(plan, *, policy: str | None = None, null_block_edge:
         cfg = EngineConfig(**fields)
     except PoolTooShortError as e:  # vLLM's refusal, restated with the plan's range where it has one
         if _at_null_block_edge(plan, fields, e, null_block_edge):  # before vLLM 0.29: it starts
-            return EngineConfig(**fields, startup_counts_null_block=True), notes  # the caller checks the requests
+            return EngineConfig(**fields, startup_counts_null_block=e.need_blocks - e.usable_blocks), notes
         low = _max_len_low(plan, fields)
         if low is not None:
             raise DoesNotFitError(str(e) + N.max_len_low_end(*low)) from e
@@ -204,21 +204,20 @@ def _max_len_low(plan, fields: dict[str, Any]) -> tuple[int, int] | None:
 
 
 def _at_null_block_edge(plan, fields: dict[str, Any], err: PoolTooShortError, allowed: bool) -> bool:
-    """Whether vLLM before 0.29 starts with the plan's pool though one max_model_len request needs every block (its
-    start-up check counts the null block: ``advice_startup_len``), for a caller that checks its requests
-    (``allowed``); raise DoesNotFitError there otherwise, and past it (vLLM 0.14–0.18's first-group check), saying
-    so. False off the edge (a pool or max_model_len other than the plan's, another engine, a real refusal)."""
+    """Whether vLLM starts with the plan's pool though one max_model_len request needs more than its usable blocks (its
+    start-up check counts the null block before 0.29, the first KV cache group alone in 0.14–0.18, no padding slot
+    before 0.14: ``advice_startup_len``), for a caller that checks its requests (``allowed``); raise DoesNotFitError
+    there otherwise, saying so. False off the edge (a pool or max_model_len other than the plan's, another engine, a
+    real refusal)."""
     from kvledger.accounting.advice_startup_len import starts_never_scheduled
 
     m = plan.memory
     if m.engine != "vllm" or fields["num_gpu_blocks"] != m.num_gpu_blocks or fields["max_model_len"] != m.max_model_len:
         return False
     edge = starts_never_scheduled(plan, err.need_blocks)
-    first_group = edge is not None and err.need_blocks > m.usable_blocks + 1
-    if edge is None or (allowed and not first_group):
+    if edge is None or allowed:
         return edge is not None
-    tail = ("the simulator runs no pool that short" if first_group else "a run whose requests are known before it "
-            "(kvledger simulate) goes ahead where none is that long")
+    tail = "a run whose requests are known before it (kvledger simulate) goes ahead where none is that long"
     raise DoesNotFitError(f"{edge.message.removeprefix('fits: ')}; {tail}") from err
 
 

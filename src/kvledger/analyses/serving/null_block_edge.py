@@ -1,6 +1,8 @@
 """The null-block edge in a simulated run: vLLM before 0.29 starts where one max_model_len request needs every block of
 the pool (its start-up check counts block 0, the null block, which ``block_pool.py`` never hands to a request:
-``accounting.advice_startup_len``), though such a request is never scheduled. The simulator runs that pool
+``accounting.advice_startup_len``), though such a request is never scheduled; and further past the usable blocks
+where the release's check counts fewer blocks than a request takes (the first KV cache group alone in 0.14–0.18, no
+padding slot before 0.14: ``accounting.vllm_check_demand``). The simulator runs that pool
 (``EngineConfig.startup_counts_null_block``) where no request of the workload would reach the edge, with a warning;
 where one would, it refuses the run naming that request (it would wait forever, and so would the run).
 
@@ -12,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvledger.accounting.vllm_check_demand import check_count_words
+from kvledger.accounting.vllm_rules import version_tuple
 from kvledger.errors import DoesNotFitError
 
 __all__ = ["null_block_edge_notes"]
@@ -33,8 +37,9 @@ def _lengths(workload: Any) -> tuple[list[str], Any, Any] | None:
     return None
 
 
-def null_block_edge_notes(config: Any, workload: Any, engine_version: str) -> list[str]:
-    """[] off the edge; at it, the warning that the run goes ahead because no request reaches it.
+def null_block_edge_notes(config: Any, workload: Any, plan: Any) -> list[str]:
+    """[] off the edge; at it, the warning that the run goes ahead because no request reaches it. ``plan``: the
+    ``Plan`` the config was sized from (its vLLM release, and why its check lets the request past the usable blocks).
 
     Raises:
         DoesNotFitError: a request that would reach the edge (the first named, with its tokens and blocks, and how
@@ -43,10 +48,14 @@ def null_block_edge_notes(config: Any, workload: Any, engine_version: str) -> li
     usable, mml = config.num_usable_blocks, config.max_model_len
     if not config.startup_counts_null_block or config.blocks_needed(mml) <= usable:
         return []
+    engine_version = plan.memory.engine_version
     runs = usable * config.block_size if config.blocks_for_tokens is None else None
+    why = check_count_words(plan.layout, version_tuple(engine_version), engine_version)
+    why = why.replace(f"vLLM {engine_version}'s start-up check", "its start-up check") if why else (
+        "its start-up check counts the null block before 0.29")
     edge = (f"vLLM {engine_version} starts with this pool, but a request that computes more tokens than its "
-            f"{usable:,} usable blocks hold is never scheduled (its start-up check counts the null block before 0.29; "
-            f"max_model_len {mml:,} needs {config.blocks_needed(mml):,} blocks)")
+            f"{usable:,} usable blocks hold is never scheduled ({why}; max_model_len {mml:,} needs "
+            f"{config.blocks_needed(mml):,} blocks)")
     fix = f"; --max-model-len {runs} runs every request" if runs else "; lower --max-model-len"
     known = _lengths(workload)
     if known is None:

@@ -288,7 +288,7 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
         notes.append("no prompt in this workload shares a prefix, so vLLM's hybrid prefix caching could not hit: "
                      "simulated with it off (faster; --enable-prefix-caching to keep it)")
     workload = sessions_for_affinity(a, workload, info, notes)
-    notes[:0] = null_block_edge_notes(config, workload, plan.memory.engine_version)  # vLLM < 0.29: refused if hit
+    notes[:0] = null_block_edge_notes(config, workload, plan)  # vLLM starts past the usable blocks: refused if hit
     check_profile_scope(cost_info, workload, config)  # a model-scope profile beyond its fitted range: warn, widen
     prof = gpu_profile_of(a, plan.gpu.name) if cost_info.get("scope") == "gpu" else None
     poor_profile_warning(prof, cost_info)  # a GPU profile that fits its own runs poorly: warn first

@@ -109,8 +109,8 @@ class EngineConfig:
         blocks_for_tokens: blocks a request holds with ``n`` computed tokens, summed over KV
             cache groups (hybrid / sliding-window plans); None → ``ceil(n / block_size)``.
             Should accept numpy int64 arrays (elementwise) for speed.
-        startup_counts_null_block: vLLM before 0.29: the start-up check counts block 0, so a max_model_len request
-            may need every block and still pass it (such a request is never scheduled); not in JSON.
+        startup_counts_null_block: blocks past the usable ones vLLM's start-up check lets a max_model_len request need
+            (never scheduled): 1 before 0.29 (block 0), more where it counts fewer (vllm_check_demand); not in JSON.
         long_prefill_token_threshold: vLLM v1's cap on a request's chunk per step, tokens (0: none; ``Scheduler.
             long_prefill_cap``), held for a request alone with ``long_prefill_cap_alone`` (vLLM ≤ 0.30), floored at
             the budget's fair share with ``long_prefill_adaptive`` (≥ 0.31 ``--long-prefill-token-threshold-adaptive``).
@@ -135,7 +135,7 @@ class EngineConfig:
     ignore_eos: bool = True
     step_blocks: Any = None
     async_output_proc: bool = False
-    startup_counts_null_block: bool = False
+    startup_counts_null_block: int = 0
     long_prefill_token_threshold: int = 0
     long_prefill_cap_alone: bool = False
     long_prefill_adaptive: bool = False
