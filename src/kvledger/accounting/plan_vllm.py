@@ -206,7 +206,7 @@ def _budget(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, checkpoint: Mo
     if s.max_num_batched_tokens is None or s.max_num_seqs is None:
         notes.append(why + (lowered if s.max_num_seqs is None else ""))
     dsv4 = has_compressed_mla(model.layers)
-    B, bsrc = vllm_block_size(model, s, ver, gpu.arch, dsv4)
+    B, bsrc = vllm_block_size(model, s, ver, gpu.arch, dsv4, gpu.capability)
     notes.append(N.block_size_from(B, bsrc))
     sparse = sparse_mla_choice(model, ver, gpu.arch, s.kv_cache_dtype, s.tp)
     if sparse is not None:

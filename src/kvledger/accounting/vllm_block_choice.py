@@ -7,6 +7,7 @@ from kvledger.accounting import vllm_rules as R
 from kvledger.accounting.kvlayout import KVLayout
 from kvledger.accounting.kvlayout_packed import DSV4_BLOCK_SIZE
 from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.vllm_mla_blackwell import blackwell_mla_block
 from kvledger.accounting.vllm_mla_fp8 import hopper_mla_fp8_block
 from kvledger.accounting.vllm_sparse_mla import SPARSE_MLA_BLOCK_SIZE, sparse_mla_choice, sparse_mla_layer, wheel_read
 from kvledger.catalog.layers import MLAAttention, StateLayer
@@ -16,8 +17,10 @@ from kvledger.errors import InputError
 __all__ = ["vllm_block_size", "dsv4_block_size", "dsv4_reservation_note", "mamba_rule"]
 
 
-def vllm_block_size(model: ModelSpec, s: PlanSettings, ver, arch: str, dsv4: bool) -> tuple[int, str]:
-    """(block size, where it came from): the user's, DeepSeek-V4's only one, or vLLM's default for the backend."""
+def vllm_block_size(model: ModelSpec, s: PlanSettings, ver, arch: str, dsv4: bool,
+                    capability: int | None = None) -> tuple[int, str]:
+    """(block size, where it came from): the user's, DeepSeek-V4's only one, or vLLM's default for the backend
+    (``capability``: the GPU's exact compute capability, for the rules that test one: ``vllm_mla_blackwell``)."""
     if dsv4:
         block = dsv4_block_size(ver, s.block_size)
         if s.disable_hybrid_kv_cache_manager:
@@ -33,7 +36,7 @@ def vllm_block_size(model: ModelSpec, s: PlanSettings, ver, arch: str, dsv4: boo
     mla = any(isinstance(layer, MLAAttention) for layer in model.layers)
     dense = mla and not any(map(sparse_mla_layer, model.layers))  # sparse MLA unread for this version: rule as was
     fp8 = hopper_mla_fp8_block(ver, arch, s.kv_cache_dtype) if dense else None
-    return fp8 or R.default_block_size(ver, mla, arch)
+    return fp8 or (blackwell_mla_block(ver, capability) if dense else None) or R.default_block_size(ver, mla, arch)
 
 
 def dsv4_block_size(ver, given: int | None) -> tuple[int, str]:

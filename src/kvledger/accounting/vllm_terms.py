@@ -154,7 +154,7 @@ def profile_mla(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, seqs: int)
     max_model_len as vLLM resolves it (the given one, else the config's) and the block size it picks."""
     if not any(getattr(x, "kind", "") == "mla" for x in model.layers):
         return None
-    block, _ = vllm_block_size(model, s, ver, gpu.arch, has_compressed_mla(model.layers))
+    block, _ = vllm_block_size(model, s, ver, gpu.arch, has_compressed_mla(model.layers), gpu.capability)
     return mla_profile(model, ver, s.max_model_len or config_len(model, s)[0], seqs, block, s.tp)
 
 
