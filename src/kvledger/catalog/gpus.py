@@ -56,7 +56,7 @@ class GpuSpec:
             ``is_fully_connected``), which custom all-reduce needs above 2 GPUs.
         form_factor: gpus.csv ``form_factor`` ("PCIe consumer", "SXM5", "OAM", "Superchip module"…); "" if not given.
     """
-    __json_optional__ = ("host_link_source",)
+    __json_optional__ = ("host_link_source", "exact_capability")
 
     gpu_id: str
     name: str
@@ -83,6 +83,7 @@ class GpuSpec:
     nvlink_all_to_all: bool = False
     form_factor: str = ""
     host_link_source: str | None = None
+    exact_capability: int | None = None
 
     def __post_init__(self) -> None:
         if not self.memory_low_bytes:
@@ -104,12 +105,10 @@ class GpuSpec:
 
     @property
     def capability(self) -> int | None:
-        """The exact compute capability, major × 10 + minor (B300 103: ``gpu_names.GPU_CAPABILITY``; else the family's,
-        H100 90), for the rules that test one capability as vLLM's ``is_device_capability`` does; None if not NVIDIA."""
-        key = next((k for k in sorted(_CAPABILITY, key=len, reverse=True) if k in self.gpu_id), None)
-        if key:
-            return _CAPABILITY[key]
-        return int(self.arch[2:]) if self.arch.startswith("sm") and self.arch[2:].isdigit() else None
+        """The exact compute capability, major × 10 + minor: a GPU file's base's (``exact_capability``), else B300's
+        103 (``gpu_names.GPU_CAPABILITY``), else the family's (H100 90); None if not NVIDIA (is_device_capability)."""
+        key, fam = next((k for k in sorted(_CAPABILITY, key=len, reverse=True) if k in self.gpu_id), None), self.arch
+        return self.exact_capability or (_CAPABILITY[key] if key else int(fam[2:]) if fam[:2] == "sm" else None)
 
     @property
     def exact_arch(self) -> str:
@@ -270,12 +269,13 @@ def custom_gpu(name: str, memory_bytes: int, hbm_bandwidth_bytes_per_s: float, b
             show = _size if what == "memory" else fmt_plain
             raise InputError(f"{flag}GPU {what} {show(v / scale)}{unit} is not plausible (expected "
                              f"{show(lo / scale)}–{show(hi / scale)}{unit})")
-    b = base
+    b = base  # its links, power, arch and exact capability (B300's 10.3, not its family's 10.0) are kept
     return GpuSpec("custom", name, memory_bytes / GB, None, int(memory_bytes), "given by the user",
                    hbm_bandwidth_bytes_per_s, bf16_flops_per_s, fp8_flops_per_s, None,
                    b.interconnect if b else "unknown", b.interconnect_bytes_per_s if b else 0.0,
                    b.host_link_bytes_per_s if b else 0.0, b.tdp_w if b else None, b.arch if b else "", "user", "given",
-                   "", p2p=b.p2p if b else True, nvlink_all_to_all=b.nvlink_all_to_all if b else False)
+                   "", p2p=b.p2p if b else True, nvlink_all_to_all=b.nvlink_all_to_all if b else False,
+                   exact_capability=b.capability if b else None)
 
 
 def require_link_bytes_per_s(gpu: GpuSpec, kind: str, needed_for: str) -> float:
