@@ -2,8 +2,9 @@
 
 Read in vllm/v1/core/kv_cache_utils.py:
 
-* 0.14.0, 0.14.1, 0.15.0, 0.15.1, 0.16.0 ``get_kv_cache_configs``: ``_check_enough_kv_cache_memory(min(available_memory),
-  _max_memory_usage_bytes_from_groups(vllm_config, global_kv_cache_groups), ...)``: the groups of the merged specs of
+* 0.14.0, 0.14.1, 0.15.0, 0.15.1, 0.16.0 ``get_kv_cache_configs``:
+  ``_check_enough_kv_cache_memory(min(available_memory), _max_memory_usage_bytes_from_groups(vllm_config,
+  global_kv_cache_groups), ...)``: the groups of the merged specs of
   every worker, so under pipeline parallelism ``group_size = max(len(group.layer_names))`` is the whole model's layer
   count per group, checked against one worker's memory. 0.17.0, 0.17.1, 0.18.0 check
   ``_project_kv_cache_groups_to_worker``'s groups, each worker's own layers.
