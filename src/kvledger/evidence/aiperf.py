@@ -207,6 +207,9 @@ def _walk_dicts(d: dict[str, Any]):
             yield from _walk_dicts(v)
 
 
+_RUN_FIELDS = ("aiperf_version", "schema_version", "benchmark_id", "start_time", "end_time", "was_cancelled")
+
+
 def read_json(doc: Document) -> list[AggregateRun]:
     """One AggregateRun from ``profile_export_aiperf.json`` (early ``records`` wrapper or current top-level tags)."""
     obj = doc.value
@@ -215,6 +218,12 @@ def read_json(doc: Document) -> list[AggregateRun]:
     _merge_input_config(meta, obj)
     if where:
         meta.definitions.append("early AIPerf aggregate layout: metrics under 'records'")
+    # the run's own fields beside the metrics (aiperf src/aiperf/exporters/metrics_json_exporter.py: JsonExportData;
+    # start_time/end_time are datetime.fromtimestamp, the client's local time, no zone)
+    meta.extra.update({k: obj[k] for k in _RUN_FIELDS if isinstance(obj.get(k), (str, bool))})
+    if obj.get("was_cancelled") is True:
+        meta.definitions.append("was_cancelled true: AIPerf was stopped before the run ended; its figures cover the "
+                                "part that ran")
     agg = _aggregate(doc.path, table, where, meta)
     cfg = obj.get("input_config")
     if agg.tool_goodput is not None and isinstance(cfg, dict) and isinstance(cfg.get("slos"), dict) and cfg["slos"]:
