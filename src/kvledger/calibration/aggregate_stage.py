@@ -103,7 +103,9 @@ def aggregate_stage(agg: Any, label: str, users: tuple[int, str] | None) -> Stag
     """A benchmark's aggregate-only run (``kvledger.evidence.aggregate.AggregateRun``: vLLM or SGLang ``bench_serving``
     without per-request details) as a stage: its request rate, request count (completed + failed), the send time
     they imply at that rate (count / rate), its TTFT/TPOT/E2E summaries (and ITL's where it states one: SGLang's
-    ``bench_serving`` keeps only a median ITL and no TPOT), and lengths uniform in SGLang's
+    ``bench_serving`` keeps only a median ITL and no TPOT), and lengths at the quantiles of the run's own
+    ``input_lens``/``output_lens`` where the file keeps them (``extra["input_len_quantiles"]``), else uniform in
+    SGLang's
     ``random_input_len·random_range_ratio … random_input_len`` when the run states them, else fixed at its means.
     Under a client cap (``users``, the run's ``closed_loop_users``: ``Stage.client_users``) the stage is a closed loop,
     paced at its rate where it has one; without a finite rate, its send time is the run's duration and its throughputs
@@ -125,6 +127,9 @@ def aggregate_stage(agg: Any, label: str, users: tuple[int, str] | None) -> Stag
     ratio = 1.0 if stated_ratio is None else float(stated_ratio)
 
     def lengths(stated: str, mean: float) -> list[tuple[float, float]]:
+        kept = meta.extra.get(f"{stated.split('_')[1]}_len_quantiles")  # the run's own lengths (vllm_bench reader)
+        if isinstance(kept, list) and kept:
+            return [(float(q), float(v)) for q, v in kept]
         top = meta.extra.get(stated)
         if isinstance(top, (int, float)) and top > 0 and ratio < 1.0:
             return [(0.0, max(1.0, top * ratio)), (1.0, float(top))]

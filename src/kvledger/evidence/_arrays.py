@@ -17,7 +17,7 @@ from kvledger.errors import FormatError
 from kvledger.evidence._io import count, latency_s
 from kvledger.records import RequestRecord
 
-__all__ = ["DETAIL_KEYS", "has_details", "detail_notes", "records_from_arrays", "no_ttft_notes"]
+__all__ = ["DETAIL_KEYS", "has_details", "detail_notes", "records_from_arrays", "no_ttft_notes", "length_quantiles"]
 
 DETAIL_KEYS = ("input_lens", "output_lens", "ttfts", "itls")
 
@@ -132,3 +132,28 @@ def _error(errors: list[Any] | None, i: int, ttft: float, n_out: int) -> str | N
     if e is None or e == "":
         return None
     return str(e)
+
+
+#: the quantiles (0–1) a run's per-request lengths are kept at when only its lengths are in the file
+_LENGTH_QS = tuple(i / 20 for i in range(21))
+
+
+def length_quantiles(path: str, obj: dict[str, Any], where: str, completed: int | None) -> dict[str, list[list[float]]]:
+    """``{"input_len_quantiles": [[q, tokens], ...], "output_len_quantiles": ...}`` (q = 0, 0.05, …, 1, numpy's linear
+    rule) from a result's ``input_lens`` and ``output_lens`` when it keeps them without the rest of the detail arrays
+    (InferenceX's bench_serving keeps the lengths, drops ttfts and itls); {} unless both hold one whole count per
+    completed request (with failed requests among them and no ``errors`` to tell which, their lengths cannot be
+    told from the completed ones').
+
+    Raises:
+        FormatError: a length that is not a whole count ≥ 0, naming the entry.
+    """
+    out: dict[str, list[list[float]]] = {}
+    cols = {k: obj.get(k) for k in ("input_lens", "output_lens")}
+    if completed is None or not all(isinstance(c, list) and len(c) == completed > 0 for c in cols.values()):
+        return out
+    for key, col in cols.items():
+        vals = np.array([count(path, v, f"{where}{key}[{i}]") for i, v in enumerate(col)], dtype=float)
+        qs = np.quantile(vals, _LENGTH_QS)
+        out[f"{key[:-5]}_len_quantiles"] = [[q, float(v)] for q, v in zip(_LENGTH_QS, qs)]
+    return out

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 __all__ = ["HARDWARE_KEYS", "GPU_COUNT_KEYS", "stated_hardware", "stated_gpu_count", "rate_or_none", "FLAT_STAT",
-           "parse_flat_stat"]
+           "parse_flat_stat", "hub_id_of_cache_path", "stated_model"]
 
 HARDWARE_KEYS = ("hardware", "hw", "gpu", "gpu_type", "gpu_name", "gpu_model", "accelerator", "accelerator_type",
                  "device")
@@ -78,3 +78,29 @@ def parse_flat_stat(key: str) -> tuple[str, str, float] | None:
         return None
     stat, metric, ms = m.groups()
     return stat, _FLAT_METRIC[metric], (1e-3 if ms else 1.0)
+
+
+# the Hugging Face cache's folder for a model: huggingface_hub file_download.py repo_folder_name() names it
+# "models--" + repo_id with "/" spelled "--", and a revision's files lie under its snapshots/<commit hash>/
+_HF_CACHE_SNAPSHOT = re.compile(r"(?:^|/)models--([^/]+?)--([^/]+)/snapshots/[^/]+/?$")
+
+
+def hub_id_of_cache_path(model: str) -> str | None:
+    """The Hub id a Hugging Face cache snapshot folder holds ("/models/models--openai--gpt-oss-120b/snapshots/b5c9…/"
+    → "openai/gpt-oss-120b"; a benchmark run with ``--model`` pointed at the cache records this path), else None."""
+    m = _HF_CACHE_SNAPSHOT.search(model.strip())
+    return f"{m.group(1)}/{m.group(2)}" if m else None
+
+
+def stated_model(model: Any, definitions: list[str], extra: dict[str, Any]) -> str | None:
+    """The model a file names: a Hugging Face cache snapshot path read as its Hub id (the path kept in
+    ``extra["model_path"]`` and the reading said in ``definitions``), any other string as given, else None."""
+    if not isinstance(model, str) or not model.strip():
+        return None
+    hub_id = hub_id_of_cache_path(model)
+    if hub_id is None:
+        return model
+    extra["model_path"] = model
+    definitions.append(f"model {model!r} is a Hugging Face cache snapshot folder (models--ORG--NAME/snapshots/"
+                       f"REVISION): read as {hub_id}")
+    return hub_id

@@ -16,7 +16,7 @@ from typing import Any
 
 from kvledger.evidence._arrays import has_details, records_from_arrays
 from kvledger.evidence._io import Document, count, latency_s
-from kvledger.evidence._meta import rate_or_none, stated_gpu_count, stated_hardware
+from kvledger.evidence._meta import rate_or_none, stated_gpu_count, stated_hardware, stated_model
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.evidence.vllm_bench import aggregate_run, check_run_keys, objects_of
 from kvledger.records import RunMetadata, RunRecords
@@ -117,13 +117,13 @@ def _metadata(path: str, obj: dict[str, Any], where: str) -> RunMetadata:
     info = obj.get("server_info")
     if not isinstance(model, str) and isinstance(info, dict):  # the served model, as the server reported it
         model = info.get("model_path")
-    meta.model = model if isinstance(model, str) else None
     meta.hardware = stated_hardware(obj)
     meta.num_gpus = stated_gpu_count(obj)
     meta.request_rate = rate_or_none(obj.get("request_rate"))
     meta.concurrency = count(path, obj.get("max_concurrency"), f"{where}max_concurrency", allow_none=True)
     meta.duration_s = latency_s(path, obj.get("duration"), f"{where}duration", allow_none=True)
     meta.extra = {k: obj[k] for k in _TOOL_FIELDS if k in obj}
+    meta.model = stated_model(model, meta.definitions, meta.extra)
     if meta.num_gpus is None and (served := server_gpus(info)):
         meta.num_gpus, meta.extra["num_gpus_source"] = served[0], f"{path} {where}{served[1]}".replace("  ", " ")
     if settings := _server_settings(info):

@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from kvledger.errors import FormatError
-from kvledger.evidence._arrays import DETAIL_KEYS, has_details, records_from_arrays
+from kvledger.evidence._arrays import DETAIL_KEYS, has_details, length_quantiles, records_from_arrays
 from kvledger.evidence._io import Document, amount, count, latency_s, percentile
-from kvledger.evidence._meta import parse_flat_stat, rate_or_none, stated_gpu_count, stated_hardware
+from kvledger.evidence._meta import parse_flat_stat, rate_or_none, stated_gpu_count, stated_hardware, stated_model
 from kvledger.evidence.aggregate import AggregateRun, MetricSummary
 from kvledger.evidence.metadata_keys import launch_keys
 from kvledger.records import RunMetadata, RunRecords
@@ -27,7 +27,15 @@ __all__ = ["FORMAT", "read", "flat_summaries", "objects_of", "check_run_keys", "
 FORMAT = "vllm-bench-serve"
 _TOOL_FIELDS = ("backend", "endpoint_type", "label", "date", "tokenizer_id", "num_prompts", "burstiness",
                 "completed", "failed", "total_input_tokens", "total_output_tokens", "request_throughput",
-                "output_throughput", "total_token_throughput", "max_output_tokens_per_s", "max_concurrent_requests")
+                "output_throughput", "total_token_throughput", "max_output_tokens_per_s", "max_concurrent_requests",
+                # the client's own arguments benchmark_serving.py (vLLM ≤ 0.7, benchmarks/benchmark_serving.py main())
+                # writes beside the date: result_json["best_of"], ["use_beam_search"]
+                "best_of", "use_beam_search",
+                # the run's wall-clock window (unix s) InferenceX's bench_serving adds to the result
+                "benchmark_start_time_unix", "benchmark_end_time_unix")
+#: benchmark_serving.py's defaults of those client arguments (--best-of 1, no --use-beam-search): at these the request
+#: asks nothing of the engine; another value is kept among the recorded launch settings, which warn it is not modelled
+_CLIENT_DEFAULTS = {"best_of": 1, "use_beam_search": False}
 _NOTES = {
     "ttft": "time to first token per request",
     "tpot": "(e2e − ttft)/(output_len − 1) per request; requests with ≤ 1 output token left out of the distribution",
@@ -139,10 +147,34 @@ def _read_one(path: str, obj: dict[str, Any], where: str, n_runs: int) -> RunRec
                                 "only be bounded")
     agg = aggregate_run(path, obj, where, meta)
     if agg.num_failed is None:
+        agg.num_failed = failed_from_prompts(path, obj, where, agg.num_completed, meta.definitions)
+    if agg.num_failed is None:
         meta.definitions.append("no 'failed' count in the file (older vLLM, or a vLLM-derived client such as "
                                 "InferenceX's): failed requests unknown, counted as 0")
+    if quantiles := length_quantiles(path, obj, where, agg.num_completed):
+        meta.extra.update(quantiles)
+        meta.definitions.append("input_lens and output_lens kept without ttfts and itls: the replay draws its request "
+                                "lengths from their quantiles (every 5 %), latencies from the aggregates")
     agg.tool_goodput = meta.extra.get("tool_goodput")
     return agg
+
+
+def failed_from_prompts(path: str, obj: dict[str, Any], where: str, completed: int | None,
+                        definitions: list[str]) -> int | None:
+    """The failed count a result without a ``failed`` key implies: ``num_prompts`` − ``completed``, else None.
+
+    vLLM's benchmark_serving.py (0.4–0.7, benchmark() then calculate_metrics()) sends every one of the
+    ``num_prompts`` sampled requests and counts in ``completed`` those whose output has ``success``; the rest failed.
+    None where either count is missing or ``completed`` exceeds ``num_prompts`` (a client that counts otherwise).
+    """
+    prompts = obj.get("num_prompts")
+    if completed is None or not isinstance(prompts, int) or isinstance(prompts, bool) or prompts < completed:
+        return None
+    count(path, prompts, f"{where}num_prompts")
+    definitions.append(f"no 'failed' key (older vLLM benchmark_serving.py, or a client derived from it): failed = "
+                       f"num_prompts − completed = {prompts} − {completed} = {prompts - completed} (every one of "
+                       f"num_prompts requests is sent; completed counts the successful ones)")
+    return prompts - completed
 
 
 def aggregate_run(path: str, obj: dict[str, Any], where: str, meta: RunMetadata) -> AggregateRun:
@@ -163,7 +195,7 @@ def run_metadata(path: str, obj: dict[str, Any], where: str) -> RunMetadata:
     """The RunMetadata a vLLM result object states (model, GPU, rate, concurrency, duration, tool fields, tool
     goodput)."""
     meta = RunMetadata(source=path, source_format=FORMAT)
-    meta.model = obj.get("model_id") if isinstance(obj.get("model_id"), str) else None
+    meta.model = stated_model(obj.get("model_id"), meta.definitions, meta.extra)
     meta.hardware = stated_hardware(obj)
     meta.num_gpus = stated_gpu_count(obj)
     tp = next((obj[k] for k in ("tensor_parallel_size", "tp") if k in obj), None)  # as `--metadata tp=2` stores it
@@ -178,7 +210,8 @@ def run_metadata(path: str, obj: dict[str, Any], where: str) -> RunMetadata:
     meta.duration_s = latency_s(path, obj.get("duration"), f"{where}duration", allow_none=True)
     meta.time_origin = "earliest start_times entry (client perf_counter clock)" if "start_times" in obj else None
     meta.extra.update({k: obj[k] for k in _TOOL_FIELDS if k in obj})
-    known = set(_TOOL_FIELDS) | _RESULT_KEYS | set(DETAIL_KEYS) | {"input_throughput"}
+    off_default = {k for k, v in _CLIENT_DEFAULTS.items() if k in obj and not (type(obj[k]) is type(v) and obj[k] == v)}
+    known = (set(_TOOL_FIELDS) - off_default) | _RESULT_KEYS | set(DETAIL_KEYS) | {"input_throughput"}
     launch_keys(path, obj, where, meta, known)  # `vllm bench serve --metadata KEY=VALUE`: the launch it records
     if ramp is not None:
         how = {"linear": "linearly", "exponential": "exponentially"}.get(ramp["strategy"], f"({ramp['strategy']})")
