@@ -113,3 +113,36 @@ def test_aiperf_0_8_run_fields():
 def test_aiperf_cancelled_run_said(tmp_path):
     run = read_run(_edited(tmp_path, AIPERF_08, was_cancelled=True))
     assert any("was_cancelled true" in d for d in run.metadata.definitions)
+
+
+GUIDELLM_02 = DATA / "guidellm_0_2_benchmarks_stripped.json"
+
+
+def test_guidellm_0_2_model_and_synchronous_concurrency():
+    run = read_run(GUIDELLM_02)
+    # benchmarks[0].worker.backend_model "example_model" (GuideLLM 0.2's only place for it); strategy synchronous:
+    # one request at a time
+    assert (run.metadata.model, run.metadata.concurrency) == ("example_model", 1)
+    # request_totals.successful 46 with 1 request kept: counts scaled 46 ÷ 1
+    assert run.metadata.extra["sample_weights"] == {"ok": 46.0, "failed": 0.0}
+
+
+def test_guidellm_sampled_requests_replayed_from_aggregates():
+    from kvledger.evidence.read import read_runs
+
+    (agg,) = read_runs(GUIDELLM_02, aggregate_samples=True)
+    # request_totals: 46 successful, 0 errored; prompt_token_count.successful.total_sum 11827, output 5888;
+    # time_to_first_token_ms.successful.mean 16.792535781860348 ms; duration 29.997201442718506 s
+    assert (agg.num_completed, agg.num_failed) == (46, 0)
+    assert (agg.total_input_tokens, agg.total_output_tokens) == (11827, 5888)
+    assert agg.metrics["ttft"].mean_s == pytest.approx(0.016792535781860348)
+    stage = aggregate_stage(agg, "g", (1, "synchronous"))
+    # a closed loop of 1 client through 46 requests: 46 ÷ 29.997201442718506 s = 1.5335 req/s
+    assert stage.count == 46 and stage.requests_per_s == pytest.approx(46 / 29.997201442718506)
+
+
+def test_guidellm_yaml_report_reads_as_its_json():
+    run = read_run(GUIDELLM_02.with_suffix(".yaml"))
+    # the same benchmark saved as benchmarks.yaml: 46 successful, backend_model example_model, duration 29.9972 s
+    assert run.metadata.source_format == "guidellm" and run.metadata.model == "example_model"
+    assert run.metadata.extra["sample_weights"]["ok"] == 46.0 and run.duration_s == pytest.approx(29.997201442718506)

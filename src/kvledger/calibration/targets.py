@@ -99,7 +99,7 @@ def _aggregates(path: str, seed: int, client_concurrency: int | None, name: str)
     if path.startswith(DISTSERVE_PREFIX) or path.endswith(".exp") or not p.is_file() or looks_like_llmservingsim(p):
         return None
     try:
-        runs = read_runs(p)
+        runs = read_runs(p, aggregate_samples=True)  # a sample of a run's requests is not its load
     except FormatError:
         return None  # not a benchmark file the readers know: load_measured says why
     if not runs or (len(runs) == 1 and not isinstance(runs[0], AggregateRun)):

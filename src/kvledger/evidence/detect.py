@@ -113,6 +113,8 @@ def detect_format(doc: Document) -> str:
         if first == "metric":
             return "aiperf-csv"
         fmt = None
+    elif doc.kind == "yaml" and isinstance(doc.value, dict) and detect_dict(doc.value) == "guidellm":
+        fmt = "guidellm"  # GuideLLM --output-path benchmarks.yaml: the same report (benchmark/output.py save_yaml)
     elif doc.kind in ("yaml", "text"):
         fmt = None
     elif doc.kind == "jsonl":

@@ -23,6 +23,7 @@ from typing import Any
 from kvledger.errors import FormatError
 from kvledger.evidence._io import Document, count, latency_s, number
 from kvledger.evidence.aggregate import AggregateRun, MetricSummary
+from kvledger.evidence.guidellm_fields import model_of, sampled
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
 __all__ = ["FORMAT", "read", "GUIDELLM_PERCENTILES"]
@@ -42,8 +43,10 @@ _STATUSES = ("successful", "errored", "incomplete")
 _WINDOW_DURATION = "duration = the benchmark's measured window (its 'duration'), s"
 
 
-def read(doc: Document) -> list[RunRecords | AggregateRun]:
-    """One run per benchmark: RunRecords when requests were kept, else an AggregateRun.
+def read(doc: Document, *, aggregate_samples: bool = False) -> list[RunRecords | AggregateRun]:
+    """One run per benchmark: RunRecords when requests were kept, else an AggregateRun; with ``aggregate_samples`` a
+    benchmark whose lists keep only a sample of its requests is an AggregateRun too (a replay needs the run's load,
+    which a sample's arrivals are not).
 
     Raises:
         FormatError: no benchmarks, NaN, negative latencies, naming ``benchmarks[i]`` and the field.
@@ -53,29 +56,22 @@ def read(doc: Document) -> list[RunRecords | AggregateRun]:
     if not isinstance(benches, list) or not benches:
         raise FormatError(doc.path, "no benchmarks in the file ('benchmarks' is missing or empty)", "benchmarks")
     version = obj.get("metadata", {}).get("version") if isinstance(obj.get("metadata"), dict) else None
-    model = _model(obj)
-    return [_bench(doc.path, b, i, version, model) for i, b in enumerate(benches)]
+    model = model_of(obj)
+    return [_bench(doc.path, b, i, version, model, aggregate_samples) for i, b in enumerate(benches)]
 
 
-def _model(obj: dict[str, Any]) -> str | None:
-    for path in (("config", "spec", "backend", "model"), ("config", "backend", "model"), ("args", "model")):
-        cur: Any = obj
-        for k in path:
-            cur = cur.get(k) if isinstance(cur, dict) else None
-        if isinstance(cur, str):
-            return cur
-    return None
-
-
-def _bench(path: str, b: Any, i: int, version: Any, model: str | None) -> RunRecords | AggregateRun:
+def _bench(path: str, b: Any, i: int, version: Any, model: str | None,
+           aggregate_samples: bool) -> RunRecords | AggregateRun:
     where = f"benchmarks[{i}]."
     if not isinstance(b, dict):
         raise FormatError(path, "expected a benchmark object", where.rstrip("."))
-    meta = RunMetadata(source=path, source_format=FORMAT, model=model or _model(b))
+    meta = RunMetadata(source=path, source_format=FORMAT, model=model or model_of(b))
     cfg = b.get("config") if isinstance(b.get("config"), dict) else b.get("args", {})
     strategy = cfg.get("strategy") if isinstance(cfg, dict) and isinstance(cfg.get("strategy"), dict) else {}
     rate, conc = strategy.get("rate"), strategy.get("max_concurrency") or strategy.get("streams")
     meta.request_rate = float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) else None
+    if strategy.get("type_") == "synchronous" and conc is None:  # one request at a time (scheduler/strategy.py,
+        conc = 1  # SynchronousStrategy: processing_requests_limit 1)
     meta.concurrency = conc if isinstance(conc, int) and strategy.get("type_") in ("concurrent",
                                                                                    "synchronous") else None
     meta.duration_s = latency_s(path, b.get("duration"), f"{where}duration", allow_none=True)
@@ -85,6 +81,9 @@ def _bench(path: str, b: Any, i: int, version: Any, model: str | None) -> RunRec
     reqs = b.get("requests") if isinstance(b.get("requests"), dict) else {}
     kept = {s: list(enumerate(reqs.get(s) or [])) for s in _STATUSES}
     totals = _totals(path, b, where)
+    if aggregate_samples and sampled(kept, totals):
+        meta.definitions.append("the request lists keep a sample of the run's requests: replayed from the aggregates")
+        kept = {s: [] for s in _STATUSES}
     if any(kept.values()):
         window = _window(path, b, where)
         kept, done_inside = _measured(path, kept, window, meta, where)

@@ -69,12 +69,14 @@ _SHAPES = {  # what each reader needs the loaded document to be
 }
 
 
-def read_runs(path: str | Path, *, format: str | None = None) -> list[Run]:
+def read_runs(path: str | Path, *, format: str | None = None, aggregate_samples: bool = False) -> list[Run]:
     """Every run in a benchmark output or kvledger records file, in file order.
 
     Args:
         path: the file, or a ``kvledger simulate --out`` folder (its records.parquet is read).
         format: a name from ``READERS`` to skip auto-detection; None detects by key signature.
+        aggregate_samples: a run whose file keeps only a sample of its requests (GuideLLM ``--output-sampling``) as an
+            ``AggregateRun`` (for a replay, which needs the run's load) rather than its sampled requests.
 
     Returns:
         ``RunRecords`` for runs with per-request data, ``AggregateRun`` for aggregate-only runs.
@@ -86,7 +88,7 @@ def read_runs(path: str | Path, *, format: str | None = None) -> list[Run]:
     """
     if format is not None and format not in READERS:
         raise UnknownNameError("benchmark format", format, READERS, hint="(see kvledger goodput --help for the list)")
-    runs = _read(path, format)
+    runs = _read(path, format, aggregate_samples)
     for run in runs:
         _check_metadata(run.metadata)
         check_run(run)  # latencies longer than the run, a duration shorter than its timeline, impossible TPOT
@@ -117,7 +119,7 @@ def _check_metadata(meta: Any) -> None:
             raise FormatError(meta.source, f"{name} {v!r} is out of range: a whole number from 1 to 1e9", name)
 
 
-def _read(path: str | Path, format: str | None) -> list[Run]:
+def _read(path: str | Path, format: str | None, aggregate_samples: bool = False) -> list[Run]:
     if format in (None, "kvledger-records"):
         path = _records_of_out_folder(path)
     if format in (None, "kvledger-records") and is_parquet(path):  # kvledger simulate --out's records.parquet
@@ -136,8 +138,10 @@ def _read(path: str | Path, format: str | None) -> list[Run]:
     _check_forced(doc, fmt, format)
     if fmt == "aiperf-jsonl" and doc.kind == "json" and isinstance(doc.value, dict):
         doc = Document(doc.path, "jsonl", [doc.value], [1])
+    if fmt == "guidellm" and doc.kind == "yaml" and isinstance(doc.value, dict):  # its benchmarks.yaml: the same report
+        doc = Document(doc.path, "json", doc.value)
     _check_shape(doc, fmt)
-    runs = READERS[fmt](doc)
+    runs = guidellm.read(doc, aggregate_samples=True) if aggregate_samples and fmt == "guidellm" else READERS[fmt](doc)
     if not runs:
         raise FormatError(doc.path, f"read as {fmt} but holds no run")
     for run in runs:
