@@ -72,6 +72,7 @@ def _bench(path: str, b: Any, i: int, version: Any, model: str | None,
     meta.request_rate = float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) else None
     if strategy.get("type_") == "synchronous" and conc is None:  # one request at a time (scheduler/strategy.py,
         conc = 1  # SynchronousStrategy: processing_requests_limit 1)
+        meta.definitions.append("synchronous strategy: one request at a time, read as a client cap of 1 in flight")
     meta.concurrency = conc if isinstance(conc, int) and strategy.get("type_") in ("concurrent",
                                                                                    "synchronous") else None
     meta.duration_s = latency_s(path, b.get("duration"), f"{where}duration", allow_none=True)
