@@ -12,6 +12,7 @@ from kvledger.analyses.doctor.capacity_limit import shorter_limit_option
 from kvledger.analyses.doctor.capacity_replan import kept_override_note, replan, seqs_option
 from kvledger.analyses.doctor.context import DoctorContext, stand_in_gpu
 from kvledger.analyses.doctor.kv_usage import impossible_per_request, ran_out_of_memory, tokens_per_running_request
+from kvledger.analyses.doctor.pool_match import pool_mismatch
 from kvledger.analyses.doctor.util_headroom import headroom_note
 from kvledger.units import GiB
 
@@ -133,6 +134,8 @@ def capacity_options(ctx: DoctorContext, per_req: float | None = None, held: Cal
     # "gpus_per_replica_source": where the log says its TP (doctor_view)
     rows = [{**option_row(first, base, per_req, base.settings.tp, f"KV budget from {how}", held),
              **({"gpus_per_replica_source": t} if (t := ctx.sources.get("tp")) else {})}]
+    if (miss := pool_mismatch(ctx)) is not None:  # the ledger's page is not the server's: no option (pool_match)
+        return [{**rows[0], "notes": [], "inconsistent": miss}], per_req, base
     own = how == LEDGER_BUDGET
     variants, notes = _variants(ctx, base, budget, per_req, own, held)
     rows += variants

@@ -155,7 +155,7 @@ def _available_row(ctx: DoctorContext, rows: list[ComparisonRow], need: str) -> 
     return _row("available KV memory", "B", st.available_kv_bytes, st.lines.get("available_kv_bytes"), ledger, text)
 
 
-def _blocks_row(ctx: DoctorContext) -> ComparisonRow | None:
+def blocks_row(ctx: DoctorContext) -> ComparisonRow | None:
     st, b, a = ctx.log.startup, ctx.log_memory_plan, ctx.model_plan
     lo, hi, how = ctx.log_blocks
     line = st.lines.get("num_gpu_blocks") or st.lines.get("num_gpu_blocks_override") or st.lines.get("kv_cache_tokens")
@@ -220,7 +220,7 @@ def _pp_blocks_row(ctx: DoctorContext, lo: int | None, line: int | None, how: st
 
 def _capacity_rows(ctx: DoctorContext) -> list[ComparisonRow]:
     st, x = ctx.log.startup, ctx.log_blocks_plan
-    rows = [r for r in [_blocks_row(ctx)] if r is not None]
+    rows = [r for r in [blocks_row(ctx)] if r is not None]
     if x is None:
         why = "no ledger figure: " + ("pass --model" if ctx.model is None else "the ledger could not plan these "
                                                                                "settings (see notes)")
