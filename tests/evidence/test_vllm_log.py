@@ -161,6 +161,16 @@ def test_capacity_line_pairs_name_the_release():
     assert win.version == "0.21.0" and "kv_cache_utils.py:1710/1711" in win.version_source
 
 
+def test_capacity_line_pair_of_0_19():
+    # 1319/1324: the (size, concurrency) lines of all 24 started vLLM 0.19.0 H100 start-ups in ../shared (each prints
+    # "version 0.19.0") and of the 0.19.1rc1 issue log (vllm#39734, banner in the same thread). Before the pair was
+    # known the log was read under the 0.11.0 fallback rules ("not inferable from the line formats")
+    lg = log("v0.19.1rc1_gemma-4-31b_pool_below_max_len.log")
+    assert (lg.version, lg.rules_version) == ("0.19.0", "0.19.0") and "kv_cache_utils.py:1319/1324" in lg.version_source
+    st = lg.startup  # L1 "Using max model len 262144", L2 37,392 tokens, L3 1.53x at 262,144
+    assert (st.max_model_len, st.kv_cache_tokens, st.max_concurrency) == (262144, 37392, 1.53)
+
+
 def test_v024_hybrid_fp8_args_and_printed_version():
     lg = log("v0.24.0_hybrid_fp8_rtx5090.log")
     st = lg.startup

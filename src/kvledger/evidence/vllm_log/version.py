@@ -34,6 +34,8 @@ SOURCE_FINGERPRINTS: dict[str, tuple[str, str]] = {
 #: size line in 0.20.0 and the concurrency line in 0.21.0), so the pair is the fingerprint.
 PAIR_FINGERPRINTS: dict[tuple[str, str], tuple[str, str]] = {
     ("1291", "1296"): ("0.13.0", "an NGC build of vLLM 0.13.0 (26.01) prints them from lines 1291/1296"),
+    ("1319", "1324"): ("0.19.0", "the 24 started vLLM 0.19.0 H100 start-ups print them from lines 1319/1324, and a "
+                                 "0.19.1rc1 build too; 0.18 may as well (--engine-version 0.18.0 for 0.18)"),
     ("1711", "1716"): ("0.20.0", "a vLLM 0.20.0 log prints them from lines 1711/1716"),
     ("1713", "1718"): ("0.20.1", "a vLLM 0.20.1rc1 log prints them from lines 1713/1718"),
     ("1710", "1711"): ("0.21.0", "vLLM 0.21.0 logs print them from lines 1710/1711"),
@@ -92,6 +94,12 @@ def infer_version(printed: str | None, printed_where: str | None, sources: set[s
     """(version, how it was found)."""
     if printed:
         return printed, f"printed ({printed_where})"
+    if "pre_0.19_cudagraph_notice" in markers:
+        return (
+            "0.19.0",
+            "not printed; inferred from the notice 'In v0.19, CUDA graph memory profiling will be enabled by default', "
+            "which 0.18 and 0.19.x print (0.19.0's rules; --engine-version 0.18.0 for 0.18)",
+        )
     for (size, conc), (v, why) in PAIR_FINGERPRINTS.items():
         if f"kv_cache_utils.py:{size}" in sources and f"kv_cache_utils.py:{conc}" in sources:
             return v, f"not printed; inferred from the capacity lines' source, kv_cache_utils.py:{size}/{conc} ({why})"
@@ -99,12 +107,6 @@ def infer_version(printed: str | None, printed_where: str | None, sources: set[s
         if src in SOURCE_FINGERPRINTS:
             v, why = SOURCE_FINGERPRINTS[src]
             return v, f"not printed; inferred from the line source {src} ({why})"
-    if "pre_0.19_cudagraph_notice" in markers:
-        return (
-            "0.19.0",
-            "not printed; inferred from the notice 'In v0.19, CUDA graph memory profiling will be enabled by default', "
-            "which 0.18 and 0.19.x print (0.19.0's rules; --engine-version 0.18.0 for 0.18)",
-        )
     if "v0_profiling_results" in markers:
         return "0.6.4", "not printed; inferred from the V0 'Memory profiling results:' line format (0.6.4, late 2024)"
     if (floor := metrics_floor(markers)) is not None:
