@@ -39,3 +39,15 @@ def test_the_served_models_page_keeps_every_option():
     fp8 = next(o for o in cap["options"] if o["action"] == "--kv-cache-dtype fp8")
     assert fp8["num_gpu_blocks"] == 52613  # floor(51.38 GiB / 1 MiB): the page halves, the blocks double (+1)
     assert "no option is sized" not in cap["message"]
+
+
+def test_tp_option_on_a_stand_in_gpu_says_so():
+    # the log prints no device total and no GPU name: --tensor-parallel-size 2 is re-planned on a stand-in GPU
+    # (non-torch 0.33 GiB per GPU at TP 2) and gave 60,064 blocks where --gpu H100 gives 58,282 (its measured
+    # 2.07 GiB at TP 2), with nothing in the brief line to tell them apart
+    bare = " ".join(run_cli("doctor", str(LOG)).stdout.split())
+    assert ("--tensor-parallel-size 2: 60,064 blocks per replica of 2 GPUs (1 as logged; its per-GPU terms on a "
+            "stand-in GPU, --gpu names yours)") in bare
+    named = " ".join(run_cli("doctor", str(LOG), "--gpu", "H100").stdout.split())
+    assert "--tensor-parallel-size 2: 58,282 blocks per replica of 2 GPUs (1 as logged)," in named
+    assert "stand-in" not in named

@@ -193,6 +193,8 @@ def _option_line(o: dict[str, Any], logged: dict[str, Any] | None) -> str:
     k = o.get("no_preemption_max_num_seqs")  # --max-num-seqs: whole max_model_len requests the pool holds
     safe = ("" if not k else f"; none can be preempted at --max-num-seqs {k} or fewer ({k:,} requests of "
             f"max_model_len {o['max_model_len']:,} tokens fit the pool as logged)")
+    if o.get("stand_in_gpu"):  # the log names no GPU: its terms at this TP are a stand-in GPU's (capacity_options)
+        gpus = gpus.removesuffix(")") + "; its per-GPU terms on a stand-in GPU, --gpu names yours)"
     return (f"{o['num_gpu_blocks']:,} blocks per replica{moved}{gpus}"
             + (f", {n:,} requests of the size observed at saturation" if n is not None else "") + safe
             + (f": no capacity added, {logged['action']} (it refuses or queues the excess instead of preempting it; "

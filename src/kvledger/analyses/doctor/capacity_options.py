@@ -89,6 +89,8 @@ def _variants(ctx: DoctorContext, base: Plan, budget: int, per_req: float | None
             notes.append(f"{action}: {p}")
         else:
             rows.append(option_row(action, p, per_req, gpus, detail, held))
+            if gpus != tp and not ctx.gpu_known:  # its per-GPU terms re-planned on stand_in_gpu's, not the server's
+                rows[-1]["stand_in_gpu"] = True
             if per_req and per_req > p.memory.max_model_len:  # the requests observed do not fit under its limit
                 rows[-1]["requests_of_observed_size"] = 0
     return rows, notes
