@@ -21,8 +21,22 @@ def test_plan_and_search_refuse_an_unknown_kv_dtype_with_the_same_list():
     plan = runner.invoke(app, ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--kv-cache-dtype", "fp4"])
     search = runner.invoke(app, ["search", "meta-llama/Llama-3.1-8B", "--gpus", "H100", "--slo", "ttft=1s",
                                  "--kv-cache-dtype", "auto,fp4", "--rate", "1"])
+    # vLLM's argparse refuses 'fp4' (not in 0.33's CacheDType); the refusal lists vLLM's choices and those kvledger
+    # plans, never kvledger's aliases bf16/fp16/half, which vLLM refuses too (a new user's trial: 'fp9' was told "use
+    # auto, bf16, …, half")
+    planned = "auto, float16, bfloat16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc"
     for res in (plan, search):
-        assert str(res.exception) == f"--kv-cache-dtype 'fp4' is not supported; use {NAMES}"
+        assert str(res.exception) == (f"--kv-cache-dtype 'fp4': vLLM refuses it at argument parsing, its choices "
+                                      f"being {V033} (CacheDType, vllm/config/cache.py, read in 0.33); kvledger plans "
+                                      f"{planned}")
+    # nvfp4 is one of 0.33's choices: vLLM takes it, kvledger has no bytes for it
+    nv = runner.invoke(app, ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--kv-cache-dtype", "nvfp4"])
+    assert str(nv.exception) == ("--kv-cache-dtype 'nvfp4': vLLM takes it, but kvledger does not model its KV bytes; "
+                                 f"kvledger plans {planned}")
+    # an engine without a vLLM check keeps kvledger's own list
+    trt = runner.invoke(app, ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--engine", "trtllm",
+                              "--kv-cache-dtype", "fp4"])
+    assert str(trt.exception) == f"--kv-cache-dtype 'fp4' is not supported; use {NAMES}"
 
 
 def test_an_upper_case_kv_dtype_is_refused_as_vllm_refuses_it():

@@ -163,6 +163,8 @@ def check_kv_dtype_for_engine(values: str | list[str] | tuple[str, ...] | None, 
             fix = vllm_spelling_fix(d) if VLLM_SPELLING.get(d, d) in choices else "'auto'"
             raise InputError(f"--kv-cache-dtype {given!r}: vLLM refuses it at argument parsing (its choices are "
                              f"lower case: {', '.join(choices)}; CacheDType, {read}); write {fix}")
+        if engine == "vllm" and d.strip() and not _known(d):  # "" is another check's (an empty list)
+            _refuse_vllm_unknown(given, engine_version)
         if engine == "vllm" and d in KV_DTYPE_BYTES and d not in vllm_cache_dtypes(engine_version)[0]:
             _refuse_vllm_release(d, engine_version)
         if engine == "sglang" and _known(d) and given != "fp8":
@@ -187,3 +189,19 @@ def _refuse_vllm_release(d: str, engine_version: str | None) -> None:
     raise InputError(f"--kv-cache-dtype {d!r}: vLLM {engine_version} refuses it at argument parsing, its choices "
                      f"being {', '.join(choices)} (CacheDType, {read}); write {fix}, or use a later "
                      "--engine-version")
+
+
+def _refuse_vllm_unknown(given: str, engine_version: str | None) -> None:
+    """Refuse a name kvledger does not plan, with vLLM's words for it: one the release's ``CacheDType`` lacks ("fp9")
+    is refused at argument parsing; one it has (nvfp4) kvledger has no bytes for. Either way the names to use are
+    those of the release's choices kvledger plans: the generic refusal listed kvledger's aliases too (bf16, fp16,
+    half), which vLLM itself refuses (a new user's trial).
+
+    Raises:
+        InputError: always.
+    """
+    choices, read = vllm_cache_dtypes(engine_version)
+    planned = ", ".join(c for c in choices if _known(c))
+    what = ("vLLM takes it, but kvledger does not model its KV bytes" if given in choices else
+            f"vLLM refuses it at argument parsing, its choices being {', '.join(choices)} (CacheDType, {read})")
+    raise InputError(f"--kv-cache-dtype {given!r}: {what}; kvledger plans {planned}")
