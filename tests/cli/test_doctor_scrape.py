@@ -95,3 +95,20 @@ def test_prefix_cache_counters_gpu_and_connector(tmp_path):
     out = run_cli("doctor", str(f)).output
     assert "prefix cache: GPU 5,980,000 of 24,281,682 prompt tokens looked up = 24.6%" in out
     assert "KV connector 900,000 of 18,301,682 tokens past the GPU hit" in out and "= 4.9%" in out
+
+
+def test_a_v0_scrape_is_planned_under_the_v0_rules():
+    # the real scrape exports vllm:gpu_prefix_cache_hit_rate -1.0, vllm:num_requests_swapped and
+    # vllm:cpu_cache_usage_perc: vLLM's V0 engine (V1 has none of them). Without --engine-version the pool was planned
+    # under the newest V1 rules (0.33.0) and set against the scrape's V0 pool; now under the ledger's V0 rules, as a
+    # V0 log is (0.7.3), and said so
+    d = cli_json("doctor", str(SCRAPE), "--model", str(CONFIG), "--gpu", "L40S")
+    assert d["pool"]["plan"]["engine_version"] == "0.7.3"
+    assert any("gauge of vLLM's V0 engine only" in n and "(0.7.3, versions before 0.8)" in n for n in d["notes"])
+    from kvledger.api import plan as api_plan
+
+    p = api_plan(str(CONFIG), "L40S", engine_version="0.7.3", gpu_memory_utilization=0.9, block_size=16)
+    assert d["pool"]["plan"]["num_gpu_blocks"] == p.plan.memory.num_gpu_blocks
+    # --engine-version still picks
+    assert cli_json("doctor", str(SCRAPE), "--model", str(CONFIG), "--gpu", "L40S", "--engine-version",
+                    "0.10.1")["pool"]["plan"]["engine_version"] == "0.10.1"

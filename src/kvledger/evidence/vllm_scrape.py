@@ -26,7 +26,7 @@ from typing import Any
 
 from kvledger.evidence.prometheus_text import samples
 
-__all__ = ["VllmScrape", "read_vllm_scrape", "PREEMPTIONS", "KV_USAGE"]
+__all__ = ["VllmScrape", "read_vllm_scrape", "PREEMPTIONS", "KV_USAGE", "V0_PREFIX_RATE"]
 
 PREEMPTIONS = ("vllm:num_preemptions_total",)
 KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")  # the newer name first (0.10.1 exports both)

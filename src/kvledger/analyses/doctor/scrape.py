@@ -11,10 +11,13 @@ from kvledger.analyses.doctor.capacity import RULE
 from kvledger.analyses.doctor.context import KV_DTYPES, plan_with
 from kvledger.analyses.doctor.launch_len import read_launch_len
 from kvledger.catalog.gpus import custom_gpu
-from kvledger.evidence.vllm_scrape import PREEMPTIONS, VllmScrape
+from kvledger.evidence.vllm_scrape import PREEMPTIONS, V0_PREFIX_RATE, VllmScrape
 from kvledger.units import GiB
 
 __all__ = ["diagnose_scrape", "PREEMPTION_MEANING"]
+
+#: the release whose rules the ledger keeps for vLLM's V0 engine (as evidence.vllm_log.version.rules_version does)
+V0_RULES = "0.7.3"
 
 PREEMPTION_MEANING = (
     "each preemption is a running request whose KV blocks vLLM freed because the pool had no free block for its next "
@@ -62,9 +65,14 @@ def _settings(s: VllmScrape, engine_version: str | None, launch: dict[str, Any])
     launch, auto = read_launch_len(launch, engine_version)  # --max-model-len as that release reads it
     kw: dict[str, Any] = {"engine": "vllm", **{k: v for k, v in launch.items() if v is not None}}
     kw.update({"auto_max_model_len": True} if auto else {})
+    notes = []
     if engine_version:
         kw["engine_version"] = engine_version
-    notes = []
+    elif s.v0_prefix_hit_rate is not None:  # a V0-engine gauge (vllm_scrape's doc): not the newest V1 rules
+        kw["engine_version"] = V0_RULES
+        notes.append(f"the scrape exports {V0_PREFIX_RATE}, a gauge of vLLM's V0 engine only (V1 counts "
+                     f"vllm:prefix_cache_queries and _hits instead): the ledger's V0 rules ({V0_RULES}, versions "
+                     "before 0.8) plan its pool; --engine-version to pick")
     for name in ("block_size",):
         if s.label_int(name):
             kw[name] = s.label_int(name)
