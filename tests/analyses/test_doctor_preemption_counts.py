@@ -88,12 +88,14 @@ def test_a_long_exception_is_cut_at_a_word_and_marked():
 def test_a_startup_only_log_says_whether_preemption_is_possible():
     # v0.10.2_qwen3-14b_lmcache.log (a posted start-up, no serving lines): "GPU KV cache size: 42,656 tokens" = 2,666
     # blocks, 2,665 usable = 42,640 token slots; a 32,768-token request holds 2,048 blocks, so 1 whole one fits (the
-    # log's 1.30x); max_num_seqs is not printed, so the version's default (256 here) is named with its source
+    # log's 1.30x); max_num_seqs is not printed, so the version's default (256 here) is named with its source. The
+    # printed 42,656 tokens count the null block, which the 42,640 slots do not: said, as the metrics case says it
     rep = diagnose_file(LOGS / "v0.10.2_qwen3-14b_lmcache.log",
                         model=str(LOGS.parent / "configs" / "Qwen3-14B.json"))
     f = rep.finding("capacity")
     assert (f.verdict, f.triggered) == ("no_metrics", False)
     assert f.message.endswith("; from its start-up: the pool holds 1 request of max_model_len 32,768 tokens at once "
-                              "(42,640 token slots) and max_num_seqs 256 (vLLM default for this version (ledger "
+                              "(42,640 token slots; the 1 null block vLLM counts in its printed size holds none) "
+                              "and max_num_seqs 256 (vLLM default for this version (ledger "
                               "rule)) lets more run, so under load vLLM preempts once the running requests need more "
                               "blocks than are free; none can at --max-num-seqs 1 or fewer")

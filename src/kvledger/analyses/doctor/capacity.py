@@ -157,7 +157,10 @@ def _startup_only(ctx: DoctorContext) -> str:
     seqs = f"max_num_seqs {m.max_num_seqs:,} ({ctx.sources.get('max_num_seqs') or 'the plan'})"
     if m.max_num_seqs <= k:
         return f"; from its start-up: {seqs} is within the {whole} the pool holds, so no request can be preempted"
-    return (f"; from its start-up: the pool holds {whole} at once ({m.usable_blocks * m.block_size:,} token slots) "
+    spare = m.num_gpu_blocks - m.usable_blocks  # vLLM V1's null block, as _message says it
+    null = f"; the {spare} null block vLLM counts in its printed size holds none" if spare else ""
+    slots = f"{m.usable_blocks * m.block_size:,} token slots{null}"
+    return (f"; from its start-up: the pool holds {whole} at once ({slots}) "
             f"and {seqs} lets more run, so under load vLLM preempts once the running requests need more blocks than "
             f"are free; none can at --max-num-seqs {k} or fewer")
 
