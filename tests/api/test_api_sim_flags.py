@@ -24,10 +24,10 @@ SMALL_FLAGS = ("--gpu", "H100", "--prompt-lengths", "fixed:512", "--output-lengt
 
 # the outputs, not settings of the run (and --record-token-times: the figures are the same without it)
 OUTPUTS = {"--json", "--out", "--force", "--chrome-trace", "--record-token-times", "--json-lines", "--plot"}
-# SGLang's spellings of --tp, --max-model-len, --max-num-seqs, --max-num-batched-tokens, --block-size and its EP flags
-# (refused): the API takes vLLM's names, as kvledger.cost and kvledger.plan do
+# SGLang's spellings of --tp, --max-model-len, --max-num-seqs, --max-num-batched-tokens, --block-size and 0.4.x's
+# --enable-ep-moe (refused): the API takes vLLM's names, as kvledger.cost and kvledger.plan do (--ep-size: ep_size)
 SGLANG = {"--tp-size", "--context-length", "--max-running-requests", "--chunked-prefill-size", "--page-size",
-          "--ep-size", "--enable-ep-moe"}
+          "--enable-ep-moe"}
 # the session loop (--workload, --sessions, --session-rate) and the host KV tier flags (--kv-offloading-size and 12
 # more) were left out until their reports had a place in the API's results (.sessions, .kv_tiers): every flag but
 # the outputs and SGLang's spellings is now a parameter, so a new flag of either command fails these two tests

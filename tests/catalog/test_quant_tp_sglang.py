@@ -55,10 +55,11 @@ def test_qwen3_235b_fp8_block_config_at_tp8_is_refused():
     assert sglang_tp_misalignment(m, m.quant, 4) is None
 
 
-def test_a_search_candidate_sglang_refuses_gets_no_sglang_line():
-    # vLLM with --enable-expert-parallel keeps Qwen3-30B-A3B-FP8's experts whole at TP 4 (vLLM starts it); SGLang's
-    # launch line carries no --ep-size, so its experts are 768 / 4 = 192 per rank: SGLang refuses, and the search's
-    # SGLang line says why instead of a command that does not start.
+def test_a_search_candidates_sglang_line_carries_ep_size_so_sglang_starts_it():
+    # vLLM with --enable-expert-parallel keeps Qwen3-30B-A3B-FP8's experts whole at TP 4 (vLLM starts it). Before,
+    # SGLang's line carried no --ep-size, so its experts were 768 / 4 = 192 per rank, which SGLang refuses, and the
+    # search printed "# no SGLang line". Now the line carries SGLang's own --ep-size 4 (MoE TP = 4 // 4 = 1, the 768
+    # intermediate features whole: 768 = 6 × 128 passes block_n and block_k), which SGLang starts and kvledger plans.
     from kvledger.analyses.search.launch import launch_for
     from kvledger.analyses.search.screen import plan_figures
 
@@ -67,6 +68,10 @@ def test_a_search_candidate_sglang_refuses_gets_no_sglang_line():
     entry = {"tp": 4, "enable_prefix_caching": None, "plan": plan_figures(plan)}
     cmd = launch_for("Qwen/Qwen3-30B-A3B-FP8", "nvidia_h200_sxm", entry)
     assert cmd["vllm"].startswith("vllm serve Qwen/Qwen3-30B-A3B-FP8 --tensor-parallel-size 4")
-    assert cmd["sglang"].startswith("# no SGLang line: --tp 4: SGLang 0.5.23 does not start Qwen/Qwen3-30B-A3B-FP8")
+    assert cmd["sglang"].startswith("python -m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B-FP8 --tp-size 4 ")
+    assert cmd["sglang"].endswith(" --ep-size 4") and "--enable-expert-parallel" not in cmd["sglang"]
+    assert _sglang(m, tp=4, ep_size=4).memory.fits  # SGLang's own plan of that line
+    with pytest.raises(InputError, match=r"^--tp 4: SGLang 0\.5\.23 does not start"):  # without --ep-size: refused
+        _sglang(m, tp=4)
     entry2 = {"tp": 2, "enable_prefix_caching": None, "plan": plan_figures(_sglang(m, tp=2))}
     assert launch_for("Qwen/Qwen3-30B-A3B-FP8", "nvidia_h200_sxm", entry2)["sglang"].startswith("python -m sglang")

@@ -53,26 +53,30 @@ def test_plan_and_simulate_name_the_data_parallel_facts_alike():
         assert dp["rule_source"].startswith("vLLM 0.33.0") and "ranks" not in dp and "rule" not in dp
 
 
-def test_sglang_ep_size_refused_naming_kvledgers_equivalent():
-    # SGLang 0.5.23 takes --ep-size (srt/arg_groups/fields/parallel.py, aliases --expert-parallel-size, --ep); 0.4.6
-    # also --enable-ep-moe (EP = TP, srt/server_args.py). Before: click's "No such option: --ep-size"; now one
-    # paragraph naming vLLM's --enable-expert-parallel at the same --tp 2.
-    msg = refused("plan", "Qwen/Qwen3-30B-A3B", "--gpu", "H100", "--engine", "sglang", "--tp", "2", "--ep-size", "2")
-    assert msg.startswith("--ep-size 2: SGLang's expert parallelism (--ep-size in 0.5.23; 0.4.x also --enable-ep-moe")
-    assert "plan with --engine vllm --tp 2 --enable-expert-parallel, or drop --ep-size" in msg
+def test_sglang_ep_size_that_does_not_divide_tp_is_refused_in_sglangs_words():
+    # SGLang 0.5.23 takes --ep-size (srt/arg_groups/fields/parallel.py, aliases --expert-parallel-size, --ep) and lays
+    # each MoE layer out as ep_size groups of moe_tp_size = tp_size // ep_size GPUs (runtime_context.py): an EP size
+    # above or not dividing the TP size has no layout (parallel_hook.py: "ep_size * moe_dp_size must be equal to
+    # tp_size"). Before this change every --ep-size above 1 was refused as not modelled; now only these.
+    msg = refused("plan", "Qwen/Qwen3-30B-A3B", "--gpu", "H100", "--engine", "sglang", "--tp", "2", "--ep-size", "4")
+    assert msg == ("--ep-size 4 with --tp 2: SGLang splits each MoE layer's tp_size GPUs into ep_size groups of "
+                   "moe_tp_size = tp_size // ep_size (runtime_context.py), so ep_size must divide tp_size (\"ep_size * "
+                   "moe_dp_size must be equal to tp_size\"); --ep-size 2 puts whole experts on every GPU")
     vllm = refused("plan", "Qwen/Qwen3-30B-A3B", "--gpu", "H100", "--enable-ep-moe")
     assert vllm.startswith("--enable-ep-moe is SGLang's flag") and "vLLM has no EP size" in vllm
+    # 0.5.23 has no --enable-ep-moe (0.4.x's EP = TP switch): refused naming --ep-size = TP
+    old = refused("plan", "Qwen/Qwen3-30B-A3B", "--gpu", "H100", "--engine", "sglang", "--tp", "2", "--enable-ep-moe")
+    assert old == ("--enable-ep-moe is SGLang 0.4.x's switch for EP = TP; SGLang 0.5.23 (the rules kvledger plans "
+                   "with) takes --ep-size instead: pass --ep-size 2 (with --tp 2)")
 
 
 def test_sglang_ep_flags_refused_by_simulate_and_goodput_as_by_plan():
-    # Before: simulate and goodput (EngineFlags) had no --ep-size / --enable-ep-moe, so click's "No such option";
-    # now plan's paragraph (cli/sglang_ep.py), with "simulate" as the rerun verb and the same --tp 2.
+    # The same layout check runs in the simulating commands (the memory plan sizes their pool), exit 2, one line.
     sim = refused("simulate", "Qwen/Qwen3-30B-A3B", "--gpu", "H100", "--engine", "sglang", "--tp", "2",
-                  "--ep-size", "2")
-    assert sim.startswith("--ep-size 2: SGLang's expert parallelism (--ep-size in 0.5.23; 0.4.x also --enable-ep-moe")
-    assert "simulate with --engine vllm --tp 2 --enable-expert-parallel, or drop --ep-size" in sim
+                  "--ep-size", "4")
+    assert sim.startswith("--ep-size 4 with --tp 2: SGLang splits each MoE layer's tp_size GPUs") and "\n" not in sim
     good = refused("goodput", "--simulate", "Qwen/Qwen3-30B-A3B", "--gpu", "H100", "--slo", "ttft=1s",
-                   "--engine", "sglang", "--tp", "2", "--ep-size", "2")
+                   "--engine", "sglang", "--tp", "2", "--ep-size", "4")
     assert good == sim
     vllm = refused("simulate", "Qwen/Qwen3-30B-A3B", "--gpu", "H100", "--enable-ep-moe")
     assert vllm.startswith("--enable-ep-moe is SGLang's flag") and "vLLM has no EP size" in vllm
@@ -99,11 +103,11 @@ def test_search_says_which_flags_consider_two_nodes_when_one_cannot_hold_the_mod
 def test_sglang_ep_size_1_is_its_default_and_plans_as_without_it():
     # SGLang's --ep-size defaults to 1 (0.4.6 server_args.py, 0.5.23 arg_groups/fields/parallel.py): no expert
     # parallelism, the experts TP-sliced as kvledger's SGLang plan has them; a launch line that spells it out plans the
-    # same (before: refused, exit 2). --ep-size 2 is still refused, and any --ep-size under vLLM (not its flag).
+    # same (before: refused, exit 2). --ep-size 4 at --tp 2 is refused, and any --ep-size under vLLM (not its flag).
     base = ("Qwen/Qwen3-30B-A3B", "--gpu", "H100", "--engine", "sglang", "--tp", "2")
     with_one = cli_json("plan", *base, "--ep-size", "1")
     without = cli_json("plan", *base)
     assert with_one["memory"] == without["memory"] and with_one["kv"] == without["kv"]
-    assert refused("plan", *base, "--ep-size", "2").startswith("--ep-size 2: SGLang's expert parallelism")
+    assert refused("plan", *base, "--ep-size", "4").startswith("--ep-size 4 with --tp 2: SGLang splits")
     assert refused("plan", "Qwen/Qwen3-30B-A3B", "--gpu", "H100", "--ep-size", "1").startswith(
         "--ep-size 1 is SGLang's flag")

@@ -1,8 +1,7 @@
 """When a plan does not fit: by how much, and what each fix would buy, with numbers; and the waterfall of terms.
 
-The fixes are the ones the engines' own errors and docs name (vLLM's start-up error suggests raising
-gpu_memory_utilization or lowering max_model_len; its tuning guide adds tensor parallelism; FP8 KV halves the page):
-each is re-planned, not guessed.
+The fixes are the ones the engines' own errors and docs name (vLLM's start-up error suggests raising gpu_memory_
+utilization or lowering max_model_len; its tuning guide adds TP; FP8 KV halves the page): each re-planned, not guessed.
 """
 
 from __future__ import annotations
@@ -50,6 +49,7 @@ def _retry(build: Callable, p: Plan) -> Callable[..., Plan | None]:
 
 def _try(build: Callable, p: Plan, gpu=None, **update) -> Plan | None:
     given = {"nnodes": p.nodes.given} if p.nodes else {}  # a re-plan assumes the nodes its own ranks need
+    given |= {"ep_size": update["tp"]} if "tp" in update and p.settings.ep_size == p.settings.tp else {}  # EP = TP
     s = p.settings.model_copy(update={"contexts": (p.memory.max_model_len,), **given, **update})
     try:
         return build(p.model, gpu or p.gpu, s, with_roofline=False, with_advice=False)
@@ -126,9 +126,9 @@ def _more_concurrency(p: Plan, build: Callable, n: int, seqs: int) -> list[Optio
     tries: list[tuple[str, dict[str, Any], str]] = []
     tp = next((t for t in TP_STEPS if t > p.settings.tp), None)
     if tp is not None:
-        pp = p.settings.pp  # a PP plan's TP step multiplies the replica's GPUs by PP: say how many it takes
-        gpus = f" ({tp * pp}, from {p.settings.tp * pp}: TP {tp} × PP {pp})" if pp > 1 else ""
-        tries.append((f"--tp {tp}", {"tp": tp}, f"weights and KV split over more GPUs{gpus}"))
+        pp, ep = p.settings.pp, f" --ep-size {tp}" * (p.settings.ep_size == p.settings.tp)  # SGLang's EP = TP: _try
+        gpus = f" ({tp * pp}, from {p.settings.tp * pp}: TP {tp} × PP {pp})" if pp > 1 else ""  # a PP plan's GPUs
+        tries.append((f"--tp {tp}{ep}", {"tp": tp}, f"weights and KV split over more GPUs{gpus}"))
     if not p.settings.kv_cache_dtype.startswith("fp8"):
         tries.append((fp8_kv_flag(p), {"kv_cache_dtype": "fp8"}, _fp8_kv_why(p)))
     if p.settings.quantization is None:

@@ -26,6 +26,7 @@ from dataclasses import replace
 
 from kvledger.accounting.memory import sglang_reserved_mib
 from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.sglang_ep import sglang_ep_size, shared_replicated_bytes
 from kvledger.accounting.sglang_rules import SglangDefaults, parse_sglang_version
 from kvledger.accounting.vllm_all2all import DP_CHUNK_TOKENS, settings_choice
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
@@ -227,9 +228,16 @@ def a2a_rows_words(s: PlanSettings, dp: int) -> str:
 
 def sglang_rank_weights(model: ModelSpec, s: PlanSettings) -> tuple[float, str]:
     """(one GPU's weights under SGLang, B, and how): ``--weights-memory`` when given; else 1/TP of every tensor, or
-    under DP attention the attention split over the attention-TP group (``sglang_dp_weight_bytes``)."""
+    under DP attention the attention split over the attention-TP group (``sglang_dp_weight_bytes``); under
+    ``--ep-size`` whole routed experts (as many bytes) and, under DeepEP, the shared experts whole (sglang_ep.py)."""
     if s.weights_bytes is not None:
         return s.weights_bytes, "given"
-    if attention_tp(s) == s.tp:
-        return weight_bytes_per_gpu(model, s.tp, include_rope_cache=False)
-    return sglang_dp_weight_bytes(model, s.tp, attention_tp(s))
+    ep = sglang_ep_size(model, s)  # --ep-size: whole experts, the same bytes at ep = tp (sglang_ep.py)
+    w, how = (weight_bytes_per_gpu(model, s.tp, include_rope_cache=False, ep=ep) if attention_tp(s) == s.tp
+              else sglang_dp_weight_bytes(model, s.tp, attention_tp(s)))
+    if ep > 1 and attention_tp(s) != s.tp:
+        how += f"; routed experts whole over EP {ep}: {model.num_experts // ep} of {model.num_experts} on each GPU"
+    if extra := shared_replicated_bytes(model, s):
+        w, how = w + extra, how + f" + {extra:,.0f} B shared experts whole on every GPU (DeepEP: parallel_group " \
+            "replicated, models/deepseek_v2.py, qwen2_moe.py)"
+    return w, how

@@ -15,6 +15,7 @@ step's expert work waits for the busiest rank, its GEMMs and its weight reads (`
 from __future__ import annotations
 
 from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.sglang_ep import sglang_ep_notes, sglang_ep_size
 from kvledger.catalog.expert_placement import local_experts
 from kvledger.catalog.family_base import WARNING_NOTE
 from kvledger.catalog.modelspec import ModelSpec
@@ -25,7 +26,9 @@ __all__ = ["ep_size", "expert_parallel_notes"]
 
 def ep_size(model: ModelSpec, s: PlanSettings) -> int:
     """The expert-parallel size these settings run ``model`` at: TP × DP for a MoE model with the flag at TP × DP > 1
-    (``FusedMoEParallelConfig.make``), else 1."""
+    (``FusedMoEParallelConfig.make``), SGLang's ``--ep-size`` (sglang_ep.py), else 1."""
+    if s.engine == "sglang":
+        return sglang_ep_size(model, s)
     n = s.tp * (s.data_parallel_size or 1)
     return n if s.enable_expert_parallel and model.is_moe and n > 1 else 1
 
@@ -34,8 +37,14 @@ def expert_parallel_notes(model: ModelSpec, s: PlanSettings) -> tuple[str, ...]:
     """The plan's note on ``--enable-expert-parallel``; () while it is off.
 
     Raises:
-        InputError: the flag with an engine other than vLLM, or for a model without routed experts (vLLM refuses it).
+        InputError: the flag with an engine other than vLLM, or for a model without routed experts (vLLM refuses it);
+            SGLang's --ep-size / --moe-a2a-backend off SGLang, or as ``sglang_ep.check_sglang_ep`` refuses them.
     """
+    if s.engine == "sglang" and (s.ep_size or s.moe_a2a_backend) and not s.enable_expert_parallel:
+        return sglang_ep_notes(model, s)  # InputError: what SGLang refuses, or the plan does not model
+    if (s.ep_size or s.moe_a2a_backend) and s.engine != "sglang":
+        raise InputError(f"{'--ep-size' if s.ep_size else '--moe-a2a-backend'} is SGLang's flag; plan it with "
+                         "--engine sglang (vLLM's expert parallelism is --enable-expert-parallel)")
     if not s.enable_expert_parallel:
         return ()
     if not model.is_moe:  # first: no engine's expert parallelism applies, so "model vLLM" would mislead

@@ -28,6 +28,7 @@ from kvledger.accounting.memory import Deduction, MemoryPlan
 from kvledger.accounting.overheads import NON_TORCH_BYTES
 from kvledger.accounting.platforms import platform
 from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.sglang_ep import sglang_ep_size
 from kvledger.accounting.sglang_graphs import sglang_graph_note, sglang_resolved_defaults, sglang_scheduler_line
 from kvledger.accounting.sglang_load import sglang_load_buffers
 from kvledger.accounting.sglang_mamba import sglang_mamba_ratio
@@ -82,7 +83,7 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     """SGLang's KV token pool per GPU (page size 1 unless --block-size sets the page)."""
     _require_per_token_kv(model, kv, "SGLang")
     ver = parse_sglang_version(s.engine_version) if s.engine_version else SGLANG_LATEST
-    check_sglang_quant_tp(model, s.tp, ver, gpu.arch)  # quant_tp_sglang.py: shards, capability SGLang refuses
+    check_sglang_quant_tp(model, s.tp, ver, gpu.arch, sglang_ep_size(model, s))  # quant_tp_sglang.py: SGLang's refusals
     L, lsrc = resolve_max_model_len(model, s)
     d, graphs = sglang_resolved_defaults(ver, gpu.nvidia_smi_mib or gpu.memory_bytes / MiB, s, _is_mla(model),
                                          model.name, prefill_off_for_model(ver, model, gpu, s))  # sglang_graphs.py

@@ -25,7 +25,7 @@ __all__ = ["PlanSettings", "BOUNDS", "make_settings", "reason_in_words"]
 _TOKENS_MAX, _B45 = 1 << 26, 1 << 45  # 64M tokens: beyond any real context window; 32 TiB
 #: numeric fields' bounds: (lower, lower excluded, upper included); _model() declares them to pydantic
 BOUNDS: dict[str, tuple[float, bool, float]] = {
-    "tp": (1, False, 1024), "pp": (1, False, 256), "data_parallel_size": (1, False, 1024),
+    "tp": (1, False, 1024), "pp": (1, False, 256), "data_parallel_size": (1, False, 1024), "ep_size": (1, False, 1024),
     "max_model_len": (1, False, _TOKENS_MAX),
     "gpu_memory_utilization": (0, True, 1), "mem_fraction_static": (0, True, 1),
     "free_gpu_memory_fraction": (0, True, 1), "nnodes": (1, False, 1024),
@@ -45,7 +45,7 @@ _NOT_DUMPED = ("trtllm_backend", "trtllm_logits_dtype", "model_runner", "allow_l
 #: fields left out of both while None (not given) or False (off): the JSON of settings made before them is unchanged
 _OPTIONAL = ("allreduce_link_share", "max_cudagraph_capture_size", "enable_expert_parallel", "data_parallel_size",
              "enable_dp_attention", "max_total_tokens", "disable_prefill_cuda_graph", "inter_node_link_bytes_per_s",
-             "enable_hierarchical_cache", "all2all_backend", "auto_max_model_len")
+             "enable_hierarchical_cache", "all2all_backend", "auto_max_model_len", "ep_size", "moe_a2a_backend")
 
 
 @json_fields(exclude=_NOT_DUMPED, read={"enable_expert_parallel": "expert_parallel_given"})
@@ -61,6 +61,7 @@ class PlanSettings:
         data_parallel_size, enable_dp_attention: vLLM's --data-parallel-size, SGLang's --dp-size with
             --enable-dp-attention (dp_attention.py); None: data parallel 1, off. all2all_backend: vLLM's
             --all2all-backend (VLLM_ALL2ALL_BACKEND before 0.11.1; vllm_all2all.py), None: the version's default.
+            ep_size, moe_a2a_backend: SGLang's --ep-size and --moe-a2a-backend (sglang_ep.py); None: 1, "none".
         max_model_len: tokens; None = derived from the config (auto_max_model_len: vLLM's -1/auto, then lowered to
             fit the KV pool, vllm_auto_len.py). contexts: context lengths to report concurrency at, tokens.
         gpu_memory_utilization: vLLM fraction of the device total. mem_fraction_static: SGLang.
@@ -111,6 +112,8 @@ class PlanSettings:
     data_parallel_size: int | None = None
     enable_dp_attention: bool | None = None
     all2all_backend: str | None = None
+    ep_size: int | None = None
+    moe_a2a_backend: str | None = None
     max_model_len: int | None = None
     contexts: tuple[int, ...] | None = None
     gpu_memory_utilization: float | None = None
@@ -201,7 +204,7 @@ def _kinds() -> dict[str, tuple[Any, bool, tuple | None]]:
     return out
 
 
-_KINDS: dict[str, tuple[Any, bool, tuple | None]] = {}
+_KINDS: dict[str, tuple[Any, bool, tuple | None]] = {}  # _kinds(), filled on first use
 
 
 def _plain(name: str, v: Any) -> bool:
@@ -209,10 +212,8 @@ def _plain(name: str, v: Any) -> bool:
     if not _KINDS:
         _KINDS.update(_kinds())
     base, optional, allowed = _KINDS[name]
-    if v is None:
-        return optional
-    if allowed is not None:
-        return type(v) is str and v in allowed
+    if v is None or allowed is not None:
+        return optional if v is None else type(v) is str and v in allowed
     if base is int or base is float:
         if type(v) is not base or (base is float and not math.isfinite(v)):
             return False
@@ -259,8 +260,7 @@ def _check_contexts(cls: type, v: tuple[int, ...] | None) -> tuple[int, ...] | N
     return v
 
 
-ENGINE_ALIASES = {"tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm", "tensorrtllm": "trtllm", "trt-llm": "trtllm",
-                  "trt_llm": "trtllm"}
+ENGINE_ALIASES = {a: "trtllm" for a in ("tensorrt-llm", "tensorrt_llm", "tensorrtllm", "trt-llm", "trt_llm")}
 """Common spellings of the engines' names (case-insensitive) → the name the settings use."""
 
 

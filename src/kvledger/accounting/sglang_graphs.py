@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 
 from kvledger.accounting.dp_attention import sglang_dp_defaults
 from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.sglang_ep import deepep_defaults, sglang_a2a
 from kvledger.accounting.sglang_prefill_graphs import PrefillGraphs, sglang_prefill_graphs
 from kvledger.accounting.sglang_rules import SGLANG_LATEST, SglangDefaults, sglang_version_defaults, sglang_version_text
 from kvledger.accounting.sglang_steps import decode_capture_sizes
@@ -64,7 +65,20 @@ def sglang_resolved_defaults(ver: tuple[int, ...], smi_mib: float, s: PlanSettin
     kvledger's ``max_num_batched_tokens``), the decode graph cap and ``--disable-cuda-graph`` given in ``s`` put in
     their place, and the prefill graphs' term of a model (``mla``: its attention is MLA; ``model_path``: its id), the
     default fraction recomputed from them from 0.5.3 (module docstring), then DP attention's reserve
-    (``dp_attention.sglang_dp_defaults``); and the graphs."""
+    (``dp_attention.sglang_dp_defaults``), then DeepEP's (``sglang_ep.deepep_defaults``); and the graphs."""
+    d, g = _resolved(ver, smi_mib, s, mla, model_path, prefill_off)
+    if sglang_a2a(s) != "deepep" or ver < SGLANG_RESERVE_FROM:
+        return d, g
+    bs, cps, dp = d.cuda_graph_max_bs, d.chunked_prefill_size, s.data_parallel_size or 1
+    dp_mib = bs * dp * (3 + 1.5 * (bs > 300)) if s.enable_dp_attention and dp > 1 else 0.0
+    base = (512 + 1.5 * max(cps, 2048) + (2 * bs if g.enabled else 0) + g.prefill.reserve_mib + s.tp * s.pp / 8 * 1024
+            + dp_mib)  # memory_hook.py handle_gpu_memory_settings, before the floor
+    return deepep_defaults(d, smi_mib, s, g.enabled, g.prefill.enabled, base), g
+
+
+def _resolved(ver: tuple[int, ...], smi_mib: float, s: PlanSettings, mla: bool, model_path: str,
+              prefill_off: str | None) -> tuple[SglangDefaults, SglangGraphs]:
+    """``sglang_resolved_defaults`` but for DeepEP's reserve."""
     d = sglang_version_defaults(ver, smi_mib, s.tp, s.pp)
     g = _graphs(ver, d, s, s.tp)
     cps = s.max_num_batched_tokens or d.chunked_prefill_size

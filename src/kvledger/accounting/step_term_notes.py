@@ -25,10 +25,11 @@ def sparse_mla_layer(model: ModelSpec) -> MLAAttention | None:
                 None)
 
 
-def expert_parallel_step_note(ep: int, fused: bool, dp: int = 1) -> str:
+def expert_parallel_step_note(ep: int, fused: bool, dp: int = 1, engine: str = "vllm") -> str:
     """The note on how the step cost prices expert parallelism over ``ep`` ranks (``fused``: the fused-MoE kernel
     term prices the routed experts, moe_rows.py; else the token-expert pairs' imbalance, moe_terms.py); ``dp``: vLLM's
-    DP ranks in lock-step (dp_lockstep_cost.py), whose MoE layers take every rank's tokens."""
+    DP ranks in lock-step (dp_lockstep_cost.py), whose MoE layers take every rank's tokens; ``engine`` "sglang": its
+    --ep-size (sglang_ep.py: E/ep whole experts on every rank, the standard dispatcher, the same terms)."""
     gemm = ("its GEMMs on its padded rows, n₀·E[P] + √(n₀·Var[P]·(E − n₀)/(E − 1))·√(2 ln r), P = an expert's tokens "
             "padded to BLOCK_SIZE_M (16 for a tuned config), with the GEMM efficiency at its rows per expert"
             if fused else f"its GEMMs × (μ + σ·√(2 ln r))/(T·k/{ep}), μ = T·k·n₀/E token-expert pairs on a fullest "
@@ -36,7 +37,9 @@ def expert_parallel_step_note(ep: int, fused: bool, dp: int = 1) -> str:
     tail = ("no all-to-all: with data parallel 1 the TP all-reduce combines the experts' outputs" if dp == 1 else
             f"T the tokens of all {dp} DP ranks, which each MoE layer all-gathers and reduce-scatters "
             "(allgather_reducescatter: the data-parallel note)")
-    return (f"expert parallelism over {ep} ranks (vLLM --enable-expert-parallel, data parallel {dp}): each rank holds "
+    flag = (f"SGLang --ep-size {ep}, --moe-a2a-backend none" if engine == "sglang" else
+            f"vLLM --enable-expert-parallel, data parallel {dp}")
+    return (f"expert parallelism over {ep} ranks ({flag}): each rank holds "
             f"whole experts (n₀ = ⌈E/{ep}⌉ on the fullest, r ranks that full) and reads the ones a step's tokens "
             f"touch; the routed-expert work waits for the busiest rank: {gemm}; and its weight reads × the busiest "
             "rank's touched experts over the mean, min(n₀, n₀p + √(n₀p(1 − p)·(E − n₀)/(E − 1))·√(2 ln r))/(n₀p), "
@@ -50,7 +53,7 @@ def step_term_notes(model: ModelSpec, gpu: GpuSpec, ep: int = 1, moe_config=None
     line names), with its source; [] when none."""
     notes = []
     if ep > 1 and model.is_moe:
-        notes.append(expert_parallel_step_note(ep, fused=moe_layer_count(model) > 0, dp=dp))
+        notes.append(expert_parallel_step_note(ep, fused=moe_layer_count(model) > 0, dp=dp, engine=engine))
     k = fp8_block_kernel(model, gpu)
     if k is not None and engine == "sglang":
         notes.append(sglang_fp8_note(model, gpu, k))

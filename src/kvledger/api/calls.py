@@ -22,6 +22,7 @@ def plan(model: str, gpu: str, *, engine: str = "vllm", engine_version: str | No
          max_num_seqs: int | None = None, block_size: int | None = None, enable_prefix_caching: bool | None = None,
          gpu_profile: str | None = None, enable_expert_parallel: bool = False, data_parallel_size: int | None = None,
          enable_dp_attention: bool = False, all2all_backend: str | None = None, nnodes: int = 1,
+         ep_size: int | None = None, moe_a2a_backend: str | None = None,
          inter_node_link: str | None = None, kv_offloading_size: float | str | None = None,
          kv_offloading_backend: str | None = None, enable_hierarchical_cache: bool | None = None,
          hicache_ratio: float | None = None, hicache_size: int | None = None, hicache_write_policy: str | None = None,
@@ -35,7 +36,8 @@ def plan(model: str, gpu: str, *, engine: str = "vllm", engine_version: str | No
         engine: "vllm", "sglang" or "trtllm"; the others are the engines' own settings by their flag names
             (``contexts``: the context lengths to report concurrency at, tokens: 8192 or "8K"); the parallel layouts
             as the command's flags: ``enable_expert_parallel``, ``data_parallel_size`` (vLLM's DP ranks of a MoE
-            model, or SGLang's with ``enable_dp_attention``), ``all2all_backend``, ``nnodes``, ``inter_node_link``;
+            model, or SGLang's with ``enable_dp_attention``), ``all2all_backend``, ``nnodes``, ``inter_node_link``,
+            SGLang's ``ep_size`` and ``moe_a2a_backend``;
             the KV tiers below HBM as the command's tier flags (``kv_offloading_size`` in GiB, a number or "256GiB",
             ``kv_offloading_backend``, SGLang's ``enable_hierarchical_cache`` and ``hicache_*``, ``kv_tier_nvme``,
             ``kv_tier_remote`` and their bandwidths, ``link_fraction``, ``suffix_tokens``): ``.kv_tiers`` and the
@@ -64,7 +66,8 @@ def plan(model: str, gpu: str, *, engine: str = "vllm", engine_version: str | No
                       kv_cache_dtype=kv_cache_dtype, quantization=quantization, max_num_seqs=max_num_seqs,
                       block_size=block_size, enable_prefix_caching=enable_prefix_caching, gpu_profile=gpu_profile,
                       enable_expert_parallel=enable_expert_parallel, data_parallel_size=data_parallel_size,
-                      enable_dp_attention=enable_dp_attention, all2all_backend=all2all_backend,
+                      enable_dp_attention=enable_dp_attention, all2all_backend=all2all_backend, ep_size=ep_size,
+                      moe_a2a_backend=moe_a2a_backend,
                       **{k: None if v is None else str(v) for k, v in text.items()})
     with in_python_terms("plan", _PLAN_PARAMS):
         check_ranges("plan", {k: v for k, v in locals().items() if k in _PLAN_PARAMS})

@@ -42,6 +42,7 @@ def cost(path: PathLike | Sequence[PathLike] | None = None, *, simulate: str | N
          think_time: float | None = None, prompt_lengths: str | None = None, output_lengths: str | None = None,
          arrival_cv: float | None = None, shared_prefix_tokens: int | None = None, document_pool: str | None = None,
          engine_version: str | None = None, tp: int | None = None, enable_expert_parallel: bool | None = None,
+         ep_size: int | None = None,  # SGLang's --ep-size (with policy sglang)
          max_model_len: int | str | None = None, gpu_memory_utilization: float | None = None,
          mem_fraction_static: float | None = None, kv_cache_dtype: str | None = None, quantization: str | None = None,
          block_size: int | None = None, max_num_batched_tokens: int | str | None = None,

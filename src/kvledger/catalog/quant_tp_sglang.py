@@ -13,7 +13,7 @@ Read in SGLang 0.5.23 (``srt/layers/quantization/``):
   skips it.
 * The MoE TP size is ``tp_size // ep_size // moe_dp_size`` (``runtime_context.py :: derive_parallel_widths``):
   ``--enable-dp-attention`` splits attention, not the experts, so the expert shards stay 1/TP unless ``--ep-size``
-  is set (kvledger's SGLang plan does not model ``--ep-size``: the routed experts here are always split over TP).
+  is set; at ``--ep-size`` = TP (the one the plan prices, accounting/sglang_ep.py) each expert is whole (MoE TP 1).
 * AWQ (``awq/awq.py``: a layer ``check_marlin_supports_layer`` refuses falls back to ``awq/schemes/awq_linear.py``):
   the input features per rank must be a multiple of ``group_size`` ("The input size is not aligned with the
   quantized weight shape. This can be caused by too large tensor parallel size.") and the output features of its
@@ -43,13 +43,13 @@ _AS_VLLM_013 = (0, 13, 0)
 """vLLM's last release that checks merged column-parallel parts against block_n, as SGLang does (quant_tp.py)."""
 
 
-def sglang_tp_misalignment(model: ModelSpec, q: QuantScheme, tp: int) -> Misalignment | None:
-    """The first quantized layer whose TP shard SGLang refuses for scheme ``q`` at TP ``tp`` (MoE TP = TP); None when
-    all line up. SGLang's rules are vLLM 0.13's (merged parts checked), read against its own files above; GPTQ's are
-    Marlin's (``quant_tp_gptq_sglang.py``)."""
+def sglang_tp_misalignment(model: ModelSpec, q: QuantScheme, tp: int, ep: int = 1) -> Misalignment | None:
+    """The first quantized layer whose TP shard SGLang refuses for scheme ``q`` at TP ``tp`` (MoE TP = TP, or 1 at
+    ``ep`` = TP); None when all line up. SGLang's rules are vLLM 0.13's (merged parts checked), read against its own
+    files above; GPTQ's are Marlin's (``quant_tp_gptq_sglang.py``)."""
     if q.method == "gptq":
         return gptq_marlin_misalignment(model, q, tp)
-    return tp_misalignment(model, q, tp, 1, _AS_VLLM_013)
+    return tp_misalignment(model, q, tp, ep, _AS_VLLM_013)
 
 
 def _reason(q: QuantScheme, bad: Misalignment) -> str:
@@ -82,11 +82,12 @@ def _working_tp(model: ModelSpec, q: QuantScheme, tp: int) -> str:
     words = working_tp_words(model, q, tp, 1, _AS_VLLM_013) or "no TP up to twice this one"
     if model.is_moe and tp_misalignment(model, q, tp, tp, _AS_VLLM_013) is None:
         words += (f"; or SGLang's --ep-size {tp} at --tp {tp} (MoE TP = tp_size / ep_size = 1: experts whole on each "
-                  "rank), which kvledger's SGLang plan does not model")
+                  "rank)")
     return words
 
 
-def check_sglang_quant_tp(model: ModelSpec, tp: int, version: tuple[int, ...] = (0, 5, 23), gpu_arch: str = "") -> None:
+def check_sglang_quant_tp(model: ModelSpec, tp: int, version: tuple[int, ...] = (0, 5, 23), gpu_arch: str = "",
+                          ep: int = 1) -> None:
     """Refuse a TP whose shards SGLang cannot quantize (it does not start), naming the layer, SGLang's reason with its
     file, and a TP that works; and a GPU below the quantization's minimum compute capability (``gpu_arch`` "sm75"; ""
     unchecked: ``quant_rules_sglang.py``).
@@ -110,7 +111,7 @@ def check_sglang_quant_tp(model: ModelSpec, tp: int, version: tuple[int, ...] = 
     if refusal:
         raise EngineRefusalError(f"SGLang {vtxt} does not start {model.name}: {refusal}; "
                                  "serve it with vLLM (kvledger plan --engine vllm)")
-    bad = sglang_tp_misalignment(model, q, tp)
+    bad = sglang_tp_misalignment(model, q, tp, ep)  # ep: --ep-size (= tp: experts whole)
     if bad is None:
         return
     dp_words = (f" (experts split over MoE TP = tp_size {tp}: --enable-dp-attention splits attention only)"

@@ -13,10 +13,11 @@ The engines' flags, read from their sources:
 * TensorRT-LLM's ``trtllm-serve`` takes ``--moe_expert_parallel_size`` / ``--ep_size`` (int, default None), passed
   to the LLM API's ``moe_expert_parallel_size`` (``tensorrt_llm/commands/serve.py``).
 
-kvledger's SGLang and TensorRT-LLM plans split every routed expert over TP (``catalog/quant_tp_sglang.py``; the
-TensorRT-LLM weights "split over TP by tensor"), so they cannot say what EP changes: the expert weights per GPU (whole
-experts on E / ep_size of the GPUs' share). A dense model has no experts, so no engine's expert parallelism applies to
-it: the refusal then says so and names TP and data parallelism, which do.
+SGLang's ``--ep-size`` on a MoE model is planned and simulated (accounting/sglang_ep.py, which refuses the sizes
+SGLang refuses); 0.5.23 has no ``--enable-ep-moe``, so that flag is refused naming ``--ep-size`` = TP. kvledger's
+TensorRT-LLM plan splits every routed expert over TP ("split over TP by tensor"), so it cannot say what EP changes.
+A dense model has no experts, so no engine's expert parallelism applies to it: the refusal then says so and names TP
+and data parallelism, which do.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ def refuse_ep_flags(engine: str, tp: int, ep_size: int | None, enable_ep_moe: bo
     engine = "trtllm" if _NAMES.get(engine) == "TensorRT-LLM" else engine
     if (ep_size is None or (ep_size == 1 and engine in ("sglang", "trtllm"))) and not enable_ep_moe:
         return
+    if engine == "sglang" and model.is_moe and not enable_ep_moe:
+        return  # planned and simulated: accounting/sglang_ep.py checks the size as SGLang does
     given = f"--ep-size {ep_size}" if ep_size is not None else "--enable-ep-moe"
     flag, noun, verb = given.split()[0], *words
     if not model.is_moe:
@@ -68,8 +71,10 @@ def refuse_ep_flags(engine: str, tp: int, ep_size: int | None, enable_ep_moe: bo
                          f"{'EP size' if engine == 'vllm' else 'such flag'}: {_VLLM_EP}; pass --enable-expert-parallel "
                          f"instead" + (f" and {verb} with --engine vllm" if engine != "vllm" else ""))
     name = _NAMES.get(engine, engine)
-    who = ("SGLang's expert parallelism (--ep-size in 0.5.23; 0.4.x also --enable-ep-moe, EP = TP)" if engine ==
-           "sglang" else f"{name}'s expert parallelism (trtllm-serve's --ep_size)")
+    if engine == "sglang":  # --enable-ep-moe on a MoE model: 0.4.x's EP = TP switch, gone from 0.5.23
+        raise InputError(f"--enable-ep-moe is SGLang 0.4.x's switch for EP = TP; SGLang 0.5.23 (the rules kvledger "
+                         f"{verb}s with) takes --ep-size instead: pass --ep-size {tp} (with --tp {tp})")
+    who = f"{name}'s expert parallelism (trtllm-serve's --ep_size)"
     raise InputError(f"{given}: {who} is not modelled: kvledger's {name} {noun} splits every routed expert over TP, "
                      f"so it cannot say what EP changes (the expert weights each GPU holds); {_VLLM_EP}: {verb} with "
                      f"--engine vllm --tp {tp} --enable-expert-parallel, or drop {flag} to {verb} {name} with the "

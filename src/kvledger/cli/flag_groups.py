@@ -217,8 +217,9 @@ class EngineFlags(SglangNames):
         "floors and bandwidth share carried from the other profiled GPUs; with --gpu-profile none). Default: the GPU "
         "profile's, else measured."))
     ep_size: int | None = flag("--ep-size", "--expert-parallel-size", help=(
-        "SGLang's expert-parallel size: 1 simulates as without it; other sizes are not modelled and refused, naming "
-        "what applies to the model (a MoE model: --enable-expert-parallel; a dense one: --tp or data parallelism)."))
+        "SGLang's expert-parallel size (--engine sglang): --ep-size equal to --tp runs a MoE model's routed experts "
+        "whole, E/ep on each GPU (each step waits for the busiest); 1 simulates as without it; sizes SGLang refuses "
+        "are refused."))
     enable_ep_moe: bool | None = flag("--enable-ep-moe", help=(  # None, not False: sim_request drops Nones
         "SGLang 0.4.x's EP = TP flag: not modelled; refused, naming --enable-expert-parallel."))
 

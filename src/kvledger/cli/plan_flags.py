@@ -27,9 +27,12 @@ class PlanFlags(SglangNames):
         "vLLM flag (data parallel 1): a MoE model's experts whole over the TP ranks (rank 0 holds ceil(E/TP)) instead "
         "of a 1/TP slice of each; the step cost waits for the busiest rank. vLLM only; refused for dense models."))
     ep_size: int | None = flag("--ep-size", "--expert-parallel-size", help=(
-        "SGLang's expert-parallel size (TensorRT-LLM's --ep_size): 1 plans as without it; other sizes are not "
-        "modelled and refused, naming what applies to the model (a MoE model: --enable-expert-parallel; a dense one: "
-        "--tp or data parallelism)."))
+        "SGLang's expert-parallel size (--engine sglang): --ep-size equal to --tp plans a MoE model's routed experts "
+        "whole, E/ep on each GPU; 1 plans as without it; sizes SGLang refuses (not dividing --tp or the experts) are "
+        "refused. TensorRT-LLM's --ep_size is not modelled."))
+    moe_a2a_backend: str | None = flag("--moe-a2a-backend", help=(
+        "SGLang's MoE all-to-all backend (--engine sglang): none (default: TP all-reduce) or deepep (EP = TP, shared "
+        "experts whole on every GPU, DeepEP's reserve); plan only."))
     enable_ep_moe: bool = flag("--enable-ep-moe", default=False, help=(
         "SGLang 0.4.x's EP = TP flag: not modelled; refused, naming kvledger's equivalent "
         "(--enable-expert-parallel)."))
@@ -222,8 +225,7 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
         contexts=ctxs, gpu_memory_utilization=f.gpu_memory_utilization, mem_fraction_static=f.mem_fraction_static,
         free_gpu_memory_fraction=f.free_gpu_memory_fraction, kv_cache_dtype=f.kv_cache_dtype, dtype=f.dtype.lower(),
         quantization=f.quantization.lower() if f.quantization else None,
-        max_num_batched_tokens=mnbt,
-        max_num_seqs=f.max_num_seqs, block_size=f.block_size,
+        max_num_batched_tokens=mnbt, max_num_seqs=f.max_num_seqs, block_size=f.block_size,
         available_kv_memory_bytes=_bytes_opt(f.available_kv_memory, "--available-kv-memory", positive=True),
         num_gpu_blocks_override=f.num_gpu_blocks_override,
         weights_bytes=_bytes_opt(f.weights_memory, "--weights-memory"),
@@ -237,7 +239,8 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
         enforce_eager=m.enforce_eager, nnodes=m.nnodes, enable_expert_parallel=f.enable_expert_parallel,
         inter_node_link_bytes_per_s=inter_node_link(m.inter_node_link),
         data_parallel_size=f.data_parallel_size, enable_dp_attention=f.enable_dp_attention or None,
-        all2all_backend=f.all2all_backend,
+        all2all_backend=f.all2all_backend, moe_a2a_backend=f.moe_a2a_backend.lower() if f.moe_a2a_backend else None,
+        ep_size=f.ep_size if engine_name(f.engine) == "sglang" and f.ep_size != 1 else None,  # SGLang's; 1: its default
         distributed_executor_backend=m.distributed_executor_backend.lower() if m.distributed_executor_backend else None,
         sampler_backend=m.sampler_backend.lower(), model_runner=m.model_runner.lower(),
         mxfp4_backend=m.mxfp4_backend.lower().replace("-", "_"),

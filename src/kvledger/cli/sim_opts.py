@@ -48,8 +48,8 @@ SIM_TIERS = GroupUse(TierFlags, prefix="[--simulate] ", help=TIER_HELP)
 _FIELD = {"think_time": "think_time_s", "prefix_caching": "enable_prefix_caching",
           "chunked_prefill": "enable_chunked_prefill"}
 _SYNTHETIC = ("prompt_lengths", "output_lengths", "arrival_cv")
-#: taken only to be refused, or at SGLang's --ep-size 1 (its default) to change nothing: no SimRequestArgs field
-_NOT_SIMULATED = (*_SYNTHETIC, "ep_size", "enable_ep_moe")
+#: taken only to be refused (--enable-ep-moe: SGLang 0.4.x's, cli/ep_flags.py): no SimRequestArgs field
+_NOT_SIMULATED = (*_SYNTHETIC, "enable_ep_moe")
 
 
 def check_loop_flags(workload: WorkloadFlags) -> None:

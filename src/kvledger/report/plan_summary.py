@@ -223,13 +223,16 @@ def attention_by_context_text(r: RooflineReport) -> str:
 
 
 def vllm_flags_text(s) -> str:
-    """The vLLM flags given that change or may change a memory term, for the header (each term's source says how)."""
+    """The engine flags given that change or may change a memory term, for the header (each term's source says how):
+    vLLM's, and SGLang's expert-parallel ones."""
     given = [f"executor {s.distributed_executor_backend}" if s.distributed_executor_backend else "",
              "--enforce-eager" if s.enforce_eager else "",
              "--disable-custom-all-reduce" if s.disable_custom_all_reduce else "",
              f"sampler {s.sampler_backend}" if s.sampler_backend not in ("auto", None) else "",
              f"model runner {s.model_runner}" if s.model_runner != "auto" else "",
-             "--enable-expert-parallel" if s.enable_expert_parallel else ""]
+             "--enable-expert-parallel" if s.enable_expert_parallel else "",
+             f"--ep-size {s.ep_size}" if getattr(s, "ep_size", None) else "",  # SGLang's own flags (sglang_ep.py)
+             f"--moe-a2a-backend {s.moe_a2a_backend}" if getattr(s, "moe_a2a_backend", None) else ""]
     return "".join(f", {g}" for g in given if g)
 
 

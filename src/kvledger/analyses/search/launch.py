@@ -75,7 +75,8 @@ def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | N
               *(["--dp-size", str(dp), "--enable-dp-attention"] if dp > 1 else []),
               "--context-length", str(length), "--kv-cache-dtype", SGLANG_KV_DTYPES.get(p["kv_cache_dtype"], "auto"),
               "--max-running-requests", str(p["max_num_seqs"]), "--chunked-prefill-size",
-                  str(p["max_num_batched_tokens"]), *quant]
+                  str(p["max_num_batched_tokens"]), *quant,
+              *(["--ep-size", str(tp * dp)] if p.get("enable_expert_parallel") else [])]  # whole experts: sglang_ep
     if pc is False:
         sglang.append("--disable-radix-cache")
     if (n := p.get("nnodes", 1)) > 1:
@@ -110,9 +111,10 @@ def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_ve
                    "(kvledger plan --engine sglang shows it), and carries the simulated vLLM candidate's batch limits "
                    "(max_num_seqs as --max-running-requests, max_num_batched_tokens as --chunked-prefill-size), not "
                    "SGLang's own defaults: the search simulated vLLM's engine (simulate --policy sglang runs SGLang's)")
-    if p.get("enable_expert_parallel"):  # kvledger models vLLM's flag only (accounting/expert_parallel.py)
-        sglang_note += ("; it leaves the experts TP-sliced: SGLang's expert parallelism (--ep-size) is not modelled, "
-                        "the vLLM command's --enable-expert-parallel is what was simulated")
+    if p.get("enable_expert_parallel"):  # SGLang's nearest: --ep-size = its TP (accounting/sglang_ep.py)
+        sglang_note += ("; its --ep-size (= its --tp-size: experts whole on every GPU) is SGLang's nearest to the vLLM "
+                        "command's --enable-expert-parallel, which is what was simulated (`kvledger simulate --engine "
+                        "sglang --ep-size` runs SGLang's)")
     if (dp := p.get("data_parallel_size", 1)) > 1:  # SGLang's DP attention runs inside one TP group of DP × TP GPUs
         sglang_note += (f"; its --dp-size {dp} --enable-dp-attention is SGLang's nearest layout (DP attention inside "
                         f"one TP group of {dp * entry['tp']} GPUs), planned by `kvledger plan --engine sglang` but not "
@@ -156,7 +158,8 @@ def launch_for(model: str, gpu_id: str, entry: dict[str, Any], engine_version: s
     out = launch_commands(target.model, gpu_id, entry, engine_version, plan_model=model if target.note else None,
                           model_note=target.note, overrides=target.overrides)
     wide = entry["tp"] * (entry.get("data_parallel_size") or 1)  # SGLang's line: DP attention in one TP group
-    refused = _sglang_refusal(model, (wide, entry.get("decode_tp") or wide))
+    refused = _sglang_refusal(model, (wide, entry.get("decode_tp") or wide), bool(entry["plan"].get(
+        "enable_expert_parallel")))
     if refused:  # vLLM starts this candidate (its rules were simulated), SGLang does not: no SGLang line to run
         out["sglang"] = f"# no SGLang line: {refused}"
     elif long := _sglang_long_context(model, entry):
@@ -186,9 +189,10 @@ def _sglang_long_context(model: str, entry: dict[str, Any]) -> str | None:
             f"unless {ALLOW_LONG_ENV['sglang']} (set on the line; configs/model_config.py)")
 
 
-def _sglang_refusal(model: str, tps: tuple[int, ...]) -> str | None:
-    """SGLang's refusal of a candidate's TP (quantized shards it cannot create, catalog/quant_tp_sglang.py); None
-    when it starts or the model cannot be read here (the search itself reports that)."""
+def _sglang_refusal(model: str, tps: tuple[int, ...], ep: bool = False) -> str | None:
+    """SGLang's refusal of a candidate's TP (quantized shards it cannot create, catalog/quant_tp_sglang.py; ``ep``:
+    the line's --ep-size = TP, experts whole); None when it starts or the model cannot be read here (the search itself
+    reports that)."""
     from kvledger.catalog.models import load_model
     from kvledger.catalog.quant_tp_sglang import check_sglang_quant_tp
     from kvledger.errors import InputError, KvLedgerError
@@ -199,7 +203,7 @@ def _sglang_refusal(model: str, tps: tuple[int, ...]) -> str | None:
         return None
     for tp in dict.fromkeys(tps):
         try:
-            check_sglang_quant_tp(spec, tp)
+            check_sglang_quant_tp(spec, tp, ep=tp if ep else 1)
         except InputError as err:
             return str(err)
     return None

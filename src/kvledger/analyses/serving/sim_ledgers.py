@@ -163,11 +163,11 @@ class SimulatedRun:
             n for n in s.notes if NO_EFFECT in n]  # a flag the release ignores, as simulate says
 
     def _expert_parallel_lines(self) -> list[str]:
-        """--enable-expert-parallel's note (``accounting.expert_parallel``), as simulate prints it; [] without it."""
+        """--enable-expert-parallel's or SGLang's --ep-size note (accounting.expert_parallel); [] without either."""
         from kvledger.accounting.expert_parallel import expert_parallel_notes
 
         plan = self.setup.plan
-        if plan is None or not getattr(plan.settings, "enable_expert_parallel", False):
+        if plan is None or not (getattr(plan.settings, "enable_expert_parallel", False) or plan.settings.ep_size):
             return []
         return list(expert_parallel_notes(plan.model, plan.settings))
 

@@ -87,6 +87,7 @@ class SimRequestArgs:
     max_long_partial_prefills: int | None = None
     prefix_cache_retention_interval: int | None = None  # vLLM ≥ 0.29: sparse checkpoints kept (retention_flag.py)
     enable_expert_parallel: bool | None = None  # vLLM --enable-expert-parallel (experts whole over DP × TP ranks)
+    ep_size: int | None = None  # SGLang --ep-size with policy sglang (accounting/sglang_ep.py); 1: its default
     data_parallel_size: int | None = None  # vLLM --data-parallel-size of a MoE model: ranks in lock-step (sim_dp.py)
     pp: int = 1  # vLLM --pipeline-parallel-size: stages of TP GPUs each (sim_pp.py, dynamics/pipeline.py)
     all2all_backend: str | None = None  # vLLM --all2all-backend: the DP + EP profile rows (accounting/vllm_all2all.py)
@@ -134,7 +135,8 @@ _PLAN_FIELDS = tuple(("model gpu engine_version tp max_model_len gpu_memory_util
                       "num_gpu_blocks_override max_total_tokens enable_prefix_caching disable_hybrid_kv_cache_manager "
                       "enforce_eager mamba_ssm_cache_dtype achievable_flops_fraction enable_expert_parallel "
                       "allreduce_link_share achievable_bandwidth_fraction gpu_profile gemm_efficiency mxfp4_backend "
-                      "data_parallel_size inter_node_link enable_hierarchical_cache all2all_backend pp").split())
+                      "data_parallel_size inter_node_link enable_hierarchical_cache all2all_backend pp "
+                      "ep_size").split())
 
 
 def plan_engine(a: SimRequestArgs) -> str:
@@ -187,6 +189,7 @@ def _build_plan(a: SimRequestArgs):
         enforce_eager=bool(a.enforce_eager), wddm=bool(a.wddm), enable_expert_parallel=bool(a.enable_expert_parallel),
         mxfp4_backend=(a.mxfp4_backend or "auto").lower().replace("-", "_"), data_parallel_size=a.data_parallel_size,
         all2all_backend=a.all2all_backend, inter_node_link_bytes_per_s=nic_bytes_per_s(a.inter_node_link),
+        ep_size=a.ep_size if engine == "sglang" and a.ep_size != 1 else None,
         enable_hierarchical_cache=True if a.enable_hierarchical_cache and engine == "sglang" else None,
         **{k: v for k, v in fractions.items() if v is not None})
     plan = build_plan(model, gpu, settings, with_advice=False)
