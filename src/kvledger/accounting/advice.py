@@ -64,9 +64,9 @@ def _options(p: Plan, build: Callable, est_len: int | None) -> list[Option]:
             continue
         q = _try(build, p, tp=tp)
         if q and _at_len(q)[1] >= 1:
-            c, n = _at_len(q)
-            opts.append(Option(f"--tp {tp}{nodes_flag(q, p)}", c, n, f"{q.memory.available_kv_bytes / GiB:.2f} GiB "
-                               "KV per GPU" + beyond_a_node(tp, p.gpu), q.memory.max_model_len))
+            (c, n), ep = _at_len(q), f" --ep-size {tp}" * (q.settings.ep_size == tp)  # SGLang's EP = TP: _try
+            opts.append(Option(f"--tp {tp}{ep}{nodes_flag(q, p)}", c, n, f"{q.memory.available_kv_bytes / GiB:.2f}"
+                               " GiB KV per GPU" + beyond_a_node(tp, p.gpu), q.memory.max_model_len))
             tp_alone = tp
             break
     opts += fewer_gpu_options(p, lambda **u: _try(build, p, **u), _at_len, tp_alone, _FP8_WEIGHTS_WHY, _fp8_kv_why(p))

@@ -54,7 +54,8 @@ def fewer_gpu_options(p: Plan, replan: Callable[..., Plan | None], at_len: Calla
             return None
         c, n = at_len(q)
         fewer = f"; {gpus(tp)} GPUs where TP alone needs {gpus(tp_alone)}" if tp_alone else ""
-        return Option(f"--tp {tp} {action}", c, n, f"{why}; {q.memory.available_kv_bytes / GiB:.2f} GiB KV per "
+        ep = f" --ep-size {tp}" * (q.settings.ep_size == tp)  # SGLang's EP = TP, carried by the re-plan (advice._try)
+        return Option(f"--tp {tp}{ep} {action}", c, n, f"{why}; {q.memory.available_kv_bytes / GiB:.2f} GiB KV per "
                       f"GPU{fewer}", q.memory.max_model_len)
 
     for tp in TP_STEPS:

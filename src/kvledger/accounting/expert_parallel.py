@@ -51,11 +51,12 @@ def expert_parallel_notes(model: ModelSpec, s: PlanSettings) -> tuple[str, ...]:
         raise InputError(f"--enable-expert-parallel: {model.name} has no routed experts, so no engine's expert "
                          "parallelism applies to it, and vLLM refuses it for such a model (\"Number of experts in the "
                          "model must be greater than 0\"); drop the flag")
-    if s.engine != "vllm":  # SGLang's flags: cli/ep_flags.py; TensorRT-LLM's: trtllm-serve's --ep_size (serve.py)
-        name, flag = (("SGLang", "--ep-size (0.4.x also --enable-ep-moe)") if s.engine == "sglang"
-                      else ("TensorRT-LLM", "trtllm-serve's --ep_size"))
-        raise InputError(f"--enable-expert-parallel is vLLM's flag; {name} takes {flag}, which kvledger does not "
-                         "model: drop --enable-expert-parallel, or model vLLM")
+    if s.engine == "sglang":  # SGLang's own flag, planned: sglang_ep.py
+        raise InputError(f"--enable-expert-parallel is vLLM's flag; SGLang's is --ep-size: pass --ep-size {s.tp} "
+                         "(experts whole over the TP GPUs) instead")
+    if s.engine != "vllm":  # TensorRT-LLM's: trtllm-serve's --ep_size (serve.py)
+        raise InputError("--enable-expert-parallel is vLLM's flag; TensorRT-LLM takes trtllm-serve's --ep_size, which "
+                         "kvledger does not model: drop --enable-expert-parallel, or model vLLM")
     idle = _idle_ranks_note(model, s)
     if (s.data_parallel_size or 1) > 1:  # with data parallelism the plan's DP note says it (dp_attention.py)
         return idle

@@ -22,13 +22,12 @@ def plan(model: str, gpu: str, *, engine: str = "vllm", engine_version: str | No
          max_num_seqs: int | None = None, block_size: int | None = None, enable_prefix_caching: bool | None = None,
          gpu_profile: str | None = None, enable_expert_parallel: bool = False, data_parallel_size: int | None = None,
          enable_dp_attention: bool = False, all2all_backend: str | None = None, nnodes: int = 1,
-         ep_size: int | None = None, moe_a2a_backend: str | None = None,
-         inter_node_link: str | None = None, kv_offloading_size: float | str | None = None,
+         inter_node_link: str | None = None, kv_offloading_size: float | str | None = None, ep_size: int | None = None,
          kv_offloading_backend: str | None = None, enable_hierarchical_cache: bool | None = None,
          hicache_ratio: float | None = None, hicache_size: int | None = None, hicache_write_policy: str | None = None,
          kv_tier_nvme: float | str | None = None, nvme_read_bandwidth: float | None = None,
          kv_tier_remote: float | str | None = None, network_bandwidth: float | None = None, link_fraction: float = 0.8,
-         suffix_tokens: int = 1) -> PlanResult:
+         moe_a2a_backend: str | None = None, suffix_tokens: int = 1) -> PlanResult:
     """The KV-cache ledger, as ``kvledger plan MODEL --gpu GPU`` computes it.
 
     Args:
@@ -37,11 +36,10 @@ def plan(model: str, gpu: str, *, engine: str = "vllm", engine_version: str | No
             (``contexts``: the context lengths to report concurrency at, tokens: 8192 or "8K"); the parallel layouts
             as the command's flags: ``enable_expert_parallel``, ``data_parallel_size`` (vLLM's DP ranks of a MoE
             model, or SGLang's with ``enable_dp_attention``), ``all2all_backend``, ``nnodes``, ``inter_node_link``,
-            SGLang's ``ep_size`` and ``moe_a2a_backend``;
-            the KV tiers below HBM as the command's tier flags (``kv_offloading_size`` in GiB, a number or "256GiB",
-            ``kv_offloading_backend``, SGLang's ``enable_hierarchical_cache`` and ``hicache_*``, ``kv_tier_nvme``,
-            ``kv_tier_remote`` and their bandwidths, ``link_fraction``, ``suffix_tokens``): ``.kv_tiers`` and the
-            document's ``kv_tiers``, as ``plan --json`` with those flags.
+            SGLang's ``ep_size``, ``moe_a2a_backend``; the KV tiers below HBM as the tier flags (``kv_offloading_size``
+            in GiB, a number or "256GiB", ``kv_offloading_backend``, SGLang's ``enable_hierarchical_cache`` and
+            ``hicache_*``, ``kv_tier_nvme``, ``kv_tier_remote`` and their bandwidths, ``link_fraction``,
+            ``suffix_tokens``): ``.kv_tiers`` and the document's ``kv_tiers``, as ``plan --json`` with those flags.
 
     Returns:
         PlanResult: ``.plan`` (the Plan: ``kv``, ``memory``, ``concurrency``, ``row_at(ctx)``), ``.fits``, ``.advice``
@@ -60,14 +58,13 @@ def plan(model: str, gpu: str, *, engine: str = "vllm", engine_version: str | No
         raise InputError("kvledger.plan: contexts is empty; give one context length or more (8192 or \"8K\"), or "
                          "leave it None for the default contexts")
     text = {"max_model_len": max_model_len, "max_num_batched_tokens": max_num_batched_tokens}
-    flags = PlanFlags(engine=engine, engine_version=engine_version, tp=tp, pp=pp,
+    flags = PlanFlags(engine=engine, engine_version=engine_version, tp=tp, pp=pp, moe_a2a_backend=moe_a2a_backend,
                       context=[str(c) for c in contexts] if contexts is not None else None,
                       gpu_memory_utilization=gpu_memory_utilization, mem_fraction_static=mem_fraction_static,
                       kv_cache_dtype=kv_cache_dtype, quantization=quantization, max_num_seqs=max_num_seqs,
                       block_size=block_size, enable_prefix_caching=enable_prefix_caching, gpu_profile=gpu_profile,
                       enable_expert_parallel=enable_expert_parallel, data_parallel_size=data_parallel_size,
                       enable_dp_attention=enable_dp_attention, all2all_backend=all2all_backend, ep_size=ep_size,
-                      moe_a2a_backend=moe_a2a_backend,
                       **{k: None if v is None else str(v) for k, v in text.items()})
     with in_python_terms("plan", _PLAN_PARAMS):
         check_ranges("plan", {k: v for k, v in locals().items() if k in _PLAN_PARAMS})

@@ -42,11 +42,10 @@ def cost(path: PathLike | Sequence[PathLike] | None = None, *, simulate: str | N
          think_time: float | None = None, prompt_lengths: str | None = None, output_lengths: str | None = None,
          arrival_cv: float | None = None, shared_prefix_tokens: int | None = None, document_pool: str | None = None,
          engine_version: str | None = None, tp: int | None = None, enable_expert_parallel: bool | None = None,
-         ep_size: int | None = None,  # SGLang's --ep-size (with policy sglang)
          max_model_len: int | str | None = None, gpu_memory_utilization: float | None = None,
          mem_fraction_static: float | None = None, kv_cache_dtype: str | None = None, quantization: str | None = None,
          block_size: int | None = None, max_num_batched_tokens: int | str | None = None,
-         max_num_seqs: int | None = None, num_gpu_blocks_override: int | None = None,
+         max_num_seqs: int | None = None, num_gpu_blocks_override: int | None = None, ep_size: int | None = None,
          enable_prefix_caching: bool | None = None, enable_chunked_prefill: bool | None = None,
          long_prefill_token_threshold: int | None = None, long_prefill_token_threshold_adaptive: bool | None = None,
          max_num_partial_prefills: int | None = None, max_long_partial_prefills: int | None = None,
