@@ -107,3 +107,11 @@ def test_what_sglang_or_the_plan_does_not_take_is_refused(kw, start):
 def test_ep_size_is_sglangs_flag():
     with pytest.raises(InputError, match=r"^--ep-size is SGLang's flag; plan it with --engine sglang"):
         build_plan(V3, H200, make_settings(tp=8, ep_size=8), with_advice=False)
+
+
+def test_a_tp_fix_carries_ep_size_equal_to_tp():
+    # At TP 16 SGLang's --ep-size 8 would leave MoE TP 2 (not priced here), so the fix re-plans --tp 16 --ep-size 16:
+    # 256 / 16 = 16 whole experts per GPU, and says so in its flags (before: "--tp 16" alone, re-planned at EP 8,
+    # which the plan refuses, so the fix was dropped).
+    p = build_plan(V3, H200, make_settings(engine="sglang", tp=8, ep_size=8))
+    assert p.advice.options[0].action == "--tp 16 --ep-size 16 --nnodes 2"
