@@ -40,7 +40,7 @@ from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
 
 __all__ = ["SGLANG_EP_VERSION", "SGLANG_A2A_BACKENDS", "sglang_ep_size", "sglang_a2a", "check_sglang_ep",
-           "shared_replicated_bytes", "sglang_ep_notes", "deepep_defaults", "sglang_ep_flags"]
+           "shared_replicated_bytes", "sglang_ep_notes", "deepep_defaults"]
 
 SGLANG_EP_VERSION = (0, 5, 23)
 """The SGLang release whose expert-parallel rules were read (``--engine-version`` must be it or newer)."""
@@ -134,9 +134,10 @@ def sglang_ep_notes(model: ModelSpec, s: PlanSettings) -> tuple[str, ...]:
             f"GPU (FusedMoE: num_experts / ep_size; MoE TP 1), the same bytes as a 1/{s.tp} slice of each; attention "
             "and dense layers stay TP-sliced")
     if a2a == "none":
-        return (head + "; shared experts too; with --moe-a2a-backend none (the default) every rank holds every token, "
-                "runs its own experts and the TP all-reduce sums their outputs (no all-to-all), and a step's expert "
-                "work waits for the busiest rank",)
+        dp = " (under DP attention, every DP rank's tokens gathered)" if s.enable_dp_attention else ""
+        return (head + f"; shared experts too; with --moe-a2a-backend none (the default) every rank holds every "
+                f"token{dp}, runs its own experts and the TP all-reduce sums their outputs (no all-to-all), and a "
+                "step's expert work waits for the busiest rank",)
     extra = shared_replicated_bytes(model, s)
     shared = (f"; shared experts whole on every GPU (parallel_group replicated: +{extra / 2**30:.2f} GiB per GPU)"
               if extra else "")
@@ -164,9 +165,3 @@ def deepep_defaults(d: SglangDefaults, smi_mib: float, s: PlanSettings, decode_g
         + (", at least 10 GiB" if smi_mib > 60 * 1024 else "")
         + (f", + {DEEPEP_DECODE_MIB:,} (DeepEP buffers in the decode graphs)" if decode_graphs else "")
         + f") / {smi_mib:,.0f}, 3)"))
-
-
-def sglang_ep_flags(model: ModelSpec, s: PlanSettings) -> list[str]:
-    """SGLang's own launch flags for these settings' expert parallelism ([] without it)."""
-    ep, a2a = sglang_ep_size(model, s), sglang_a2a(s)
-    return (["--ep-size", str(ep)] if ep > 1 else []) + (["--moe-a2a-backend", a2a] if a2a != "none" else [])
