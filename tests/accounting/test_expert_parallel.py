@@ -157,7 +157,9 @@ def test_flag_off_leaves_the_settings_json_as_before_and_tp1_is_a_no_op():
 def test_refused_for_a_dense_model_and_for_sglang():
     with pytest.raises(InputError, match="no routed experts"):
         _plan(load_model("Qwen/Qwen3-8B"), 2, True)
-    with pytest.raises(InputError, match="--enable-ep-moe"):
+    # SGLang's own flag is --ep-size, now planned (accounting/sglang_ep.py): the refusal names it at the same TP
+    with pytest.raises(InputError, match=r"^--enable-expert-parallel is vLLM's flag; SGLang's is --ep-size: pass "
+                                         r"--ep-size 4 \(experts whole over the TP GPUs\) instead$"):
         _plan(load_model(MIXTRAL), 4, True, engine="sglang")
 
 

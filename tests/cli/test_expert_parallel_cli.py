@@ -65,7 +65,7 @@ def _no_rate(argv: list[str]) -> list[str]:
 def test_the_flag_with_sglang_or_a_dense_model_is_refused_in_words():
     # an InputError (main's handler prints it, or its JSON with --json, exit 2: no traceback), as test_run_record's
     res = CliRunner().invoke(app, [*SIM, "--enable-expert-parallel", "--policy", "sglang", "--json"])
-    assert isinstance(res.exception, InputError) and "--enable-ep-moe" in str(res.exception)
+    assert isinstance(res.exception, InputError) and "SGLang's is --ep-size: pass --ep-size" in str(res.exception)
     res = CliRunner().invoke(app, ["plan", "Qwen/Qwen3-8B", "--gpu", "H100", "--tp", "2", "--enable-expert-parallel",
                                    "--json"])
     assert isinstance(res.exception, InputError) and "no routed experts" in str(res.exception)
