@@ -104,14 +104,15 @@ def _mla_spec(c: Cfg, i: int, kind: str, rope: int, indexer: int, indexed_kinds:
     keep a 1024-wide latent), a window on ``sliding_attention`` layers, and the DSA indexer keys on the layers that
     have an indexer (``indexed_attention`` ones where the config names them, else every layer, as DeepSeek-V3.2)."""
     lc = layer_overrides(c, i)
+    nope = c.int("qk_nope_head_dim")  # vLLM reads it off hf_text_config, not per layer (platforms/cuda.py)
     idx = indexer if (kind == "indexed_attention" or not indexed_kinds) else 0
     if kind == "sliding_attention":
         return MLAAttention(lc.int("kv_lora_rank"), rope, lc.int("num_attention_heads"), "sliding_window", idx,
-                            c.int("sliding_window"))
+                            c.int("sliding_window"), qk_nope_head_dim=nope)
     # the indexer's scoring shape (vLLM 0.33 deepseek_v2.py Indexer: index_topk / index_n_heads / index_head_dim)
     topk = (c.int("index_topk"), c.int("index_n_heads", 64), c.int("index_head_dim", 128)) if idx else (0, 0, 0)
     return MLAAttention(lc.int("kv_lora_rank"), rope, lc.int("num_attention_heads"), indexer_bytes_per_token=idx,
-                        index_topk=topk[0], index_n_heads=topk[1], index_head_dim=topk[2])
+                        index_topk=topk[0], index_n_heads=topk[1], index_head_dim=topk[2], qk_nope_head_dim=nope)
 
 
 def _mla_mlp(c: Cfg, lp: str, h: int, i: int, E: int, first_dense: int, freq: int) -> list[Weight]:

@@ -122,6 +122,9 @@ class MLAAttention:
     packed_entry_bytes: int = 0
     """A packed per-token latent entry that replaces ``elements × dtype bytes``, B (vLLM's fp8_ds_mla: 656 B, set by
     the engine's backend choice, accounting/vllm_sparse_mla.py); 0 for the plain element layout."""
+    qk_nope_head_dim: int = 0
+    """The config's ``qk_nope_head_dim`` (the non-rotary query/key width), which vLLM's MLA backend choice on SM 10.x
+    tests (accounting/vllm_mla_blackwell.py); 0 where not known."""
 
     def kv_elements_per_token(self, tp: int = 1) -> int:
         return self.kv_lora_rank + self.qk_rope_head_dim
