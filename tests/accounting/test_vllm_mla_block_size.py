@@ -21,7 +21,19 @@ def test_hopper_mla_block_is_64_up_to_017_and_16_from_018():
     for ver in ((0, 18, 0), (0, 19, 0), (0, 33, 0)):
         assert default_block_size(ver, True, "sm90")[0] == 16
     assert default_block_size((0, 16, 0), False, "sm90")[0] == 16  # not MLA: the default 16
-    assert default_block_size((0, 16, 0), True, "sm100")[0] == 32  # Blackwell: FLASHINFER_MLA
+    # Blackwell from 0.18: FLASHINFER_MLA's kernel sizes are [32, 64] and 16 is not one, so get_preferred_block_size
+    # takes the smallest, 32 (0.18.0 update_block_size_for_backend).
+    assert default_block_size((0, 18, 0), True, "sm100")[0] == 32
+
+
+def test_deepseek_v3_b200_016_forces_flashinfer_mla_64():
+    # vLLM 0.16.0 platforms/cuda.py check_and_update_config: SM 10.0 is in is_device_capability_family(100), the model
+    # is dense and its qk_nope_head_dim is 128, so FLASHINFER_MLA; block 16 is neither 32 nor a multiple of 64, so it is
+    # forced to 64 (not FLASHINFER_MLA's 32 of 0.18, nor CUTLASS_MLA's 128). Page: 61 layers × (512 + 64) × 2 B =
+    # 70,272 B per token; × 64 tokens = 4,497,408 B per block.
+    s = make_settings(tp=8, engine_version="0.16.0", max_model_len=8_192)
+    p = build_plan(load_model("deepseek-ai/DeepSeek-V3"), get_gpu("B200"), s, with_roofline=False)
+    assert (p.memory.block_size, p.memory.bytes_per_block) == (64, 4_497_408)
 
 
 def test_printed_deepseek_r1_h200_concurrency_needs_those_block_sizes():

@@ -36,7 +36,9 @@ def vllm_block_size(model: ModelSpec, s: PlanSettings, ver, arch: str, dsv4: boo
     mla = any(isinstance(layer, MLAAttention) for layer in model.layers)
     dense = mla and not any(map(sparse_mla_layer, model.layers))  # sparse MLA unread for this version: rule as was
     fp8 = hopper_mla_fp8_block(ver, arch, s.kv_cache_dtype) if dense else None
-    return fp8 or (blackwell_mla_block(ver, capability) if dense else None) or R.default_block_size(ver, mla, arch)
+    nope = next((layer.qk_nope_head_dim for layer in model.layers if isinstance(layer, MLAAttention)), 0)
+    blackwell = blackwell_mla_block(ver, capability, nope) if dense else None
+    return fp8 or blackwell or R.default_block_size(ver, mla, arch)
 
 
 def dsv4_block_size(ver, given: int | None) -> tuple[int, str]:

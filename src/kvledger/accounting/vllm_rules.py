@@ -137,14 +137,15 @@ def default_block_size(ver: tuple[int, int, int], is_mla: bool, arch: str) -> tu
     forcing is gone and ``update_block_size_for_backend`` takes FLASH_ATTN_MLA's preferred size (0.18.0; the 0.19
     DeepSeek-V2-Lite H100 log allocates 16 tokens per block). The DeepSeek-R1 H200 start-ups of vme_startups.csv print
     concurrency that only 64-token blocks give up to 0.16 (0.16.0: 10,283 blocks / cdiv(10,000, 64) = 65.50x) and
-    16-token blocks from 0.18 (65.40x). MLA on Blackwell is FLASHINFER_MLA (32).
+    16-token blocks from 0.18 (65.40x). MLA on Blackwell from 0.18 is FLASHINFER_MLA's preferred 32 (0.18.0
+    ``update_block_size_for_backend``; 0.10.2–0.17.1 force another block: ``vllm_mla_blackwell``).
     """
     if is_mla and arch == "sm90":
         if ver >= (0, 18, 0):
             return 16, "vLLM ≥0.18 on Hopper: FLASH_ATTN_MLA's preferred block 16 (update_block_size_for_backend)"
         return 64, "vLLM ≤0.17 on Hopper forces block 64 for FlashMLA (platforms/cuda.py check_and_update_config)"
     if is_mla and arch == "sm100":
-        return 32, "vLLM on Blackwell picks FLASHINFER_MLA: block 32"
+        return 32, "vLLM on Blackwell picks FLASHINFER_MLA: its preferred block 32 (update_block_size_for_backend)"
     return 16, "vLLM default block_size 16 (config/cache.py::DEFAULT_BLOCK_SIZE)"
 
 
