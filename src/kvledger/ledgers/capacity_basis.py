@@ -143,8 +143,8 @@ def _pace_check(run: RunRecords | AggregateRun, gp: GoodputResult) -> tuple[dict
 
 
 def _burst_words(run: RunRecords | AggregateRun) -> str:
-    """Why a run sent all at t = 0 is not judged by the rules: a saturating load where a request still waited for a
-    first token at the first finish (or the records do not say), one batch's drain where none did
+    """Why a run sent all at t = 0 is not judged by the rules: a saturating load where a request got its first token
+    after the running batch's peak (or the records do not say), one batch's drain where none did
     (``burst_read``)."""
     b = read_burst(run) if isinstance(run, RunRecords) else None
     if b is None or b.saturated:

@@ -43,7 +43,7 @@ def render_bands(bands: dict[str, PredictionBand], console, kept_up: bool = Fals
     throughput is the offered load, not the saturation throughput the band is for (its band is left out). ``closed``:
     a closed-loop run's mode (its users or sessions send the next request after the last one, so its throughput is
     what they sent — the band holds where the engine was saturated). ``burst``: a run whose every request arrived at
-    once, read at its first finish (its throughput one batch's drain, or the engine's drain capacity)."""
+    once, read at its running batch's peak (its throughput one batch's drain, or the engine's drain capacity)."""
     if kept_up:
         bands = {k: v for k, v in bands.items() if k != "throughput"}
     if not bands:

@@ -17,7 +17,8 @@ from kvledger.ledgers.profile_band import ProfileFacts, at_least_uncalibrated, p
 # prediction bands, and need not make those two classes
 __all__ = ["NO_LATENCY_BAND", "no_latency_band", "setup_regime", "setup_band", "unmeasured_setting", "profile_facts",
            "band_coverage",
-           "UNBANDED_FIGURES", "PredictionBand", "UNITS", "prediction_bands", "knee_withheld", "knee_band_note"]
+           "UNBANDED_FIGURES", "PredictionBand", "UNITS", "prediction_bands", "knee_withheld", "knee_band_note",
+           "burst_ttft_note"]
 
 #: why a saturated run prints no latency band (the note simulate adds)
 NO_BAND_SHORT_RUN = ("no error band: the run was too short to tell whether it kept up (see the note before), so "
@@ -199,3 +200,18 @@ def knee_band_note(knee: dict[str, Any], mode: str = "open loop") -> str:
             f"the first quarter of its arrivals to {peak:,.1f} ms in the {nth} ({knee['ratio']:.1f}×; rule: "
             f"{knee['rule']}), so it measures the queue, whose wait grows as 1/(1 − utilisation), not the step cost's "
             f"error the band was measured on; TPOT keeps its band; a lower {load_flag(mode)} gives a TTFT with a band")
+
+
+def burst_ttft_note(knee: dict[str, Any]) -> str:
+    """The reason ``simulate`` gives for a TTFT band withheld (``knee_withheld``) on a burst the engine ran as one
+    batch (``ledgers.burst_read``): with no rate there is no queue at a utilisation and no knee to be at; the TTFT
+    grew through the burst's order as each prefill waited in the token budget for those ahead of it."""
+    from kvledger.analyses.serving.knee_rule import QUARTER_NAMES
+
+    first, peak, nth = knee["first_s"] * 1e3, knee["peak_s"] * 1e3, QUARTER_NAMES[knee["peak_quarter"]]
+    return (f"no TTFT mean error band: the run is one batch, a burst (every request at t = 0) the engine ran at once — "
+            f"its mean TTFT grew from {first:,.1f} ms in the first quarter of the burst's queue to {peak:,.1f} ms in "
+            f"the {nth} ({knee['ratio']:.1f}×; rule: {knee['rule']}) as each prefill waited in the token budget for "
+            "those ahead of it, so it is set by the burst's size, not by a load near capacity, nor the step cost's "
+            "error the band was measured on; TPOT keeps its band; a burst has no knee to read: a rate sweep (goodput "
+            "--simulate --target) finds it, and a --rate below capacity gives a TTFT with a band")

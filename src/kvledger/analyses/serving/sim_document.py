@@ -78,10 +78,10 @@ class SimDocument:
             the loop was closed.
         too_short: an open loop too short to tell whether it kept up (``queue_growth.ShortRun``; no error band);
             None (null in the JSON: the key is always there) otherwise.
-        burst: an open loop whose every request arrived at one instant (``--rate inf``), read at its first finish
-            (``ledgers.burst_read.BurstRead``: ``case`` "saturated", its throughput banded as a saturated run's, or
-            "one_batch", its throughput a batch's drain, no band; the counts); None (left out of the JSON) for any
-            other run.
+        burst: an open loop whose every request arrived at one instant (``--rate inf``), read at its running
+            batch's peak (``ledgers.burst_read.BurstRead``: ``case`` "saturated", its throughput banded as a
+            saturated run's, or "one_batch", its throughput a batch's drain, no band; the counts); None (left out of
+            the JSON) for any other run.
         at_knee: the run sat at or past its knee (``prediction_bands.knee_withheld``: each quarter of its arrivals'
             mean TTFT, the rule; no TTFT band); None (null in the JSON: the key is always there) otherwise.
         error_bands: the prediction bands of the headline figures (``prediction_bands``); ``band_coverage`` (a

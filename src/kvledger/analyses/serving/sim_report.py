@@ -1,8 +1,8 @@
 """``kvledger simulate``'s report of one run (``simulate_document``): the summary, the engine and workload it ran, and
 how the run went — an open loop's queue growth (with the max_num_seqs cap where it held the batch), a paced loop's
-clients behind their rate, a run too short to tell, a burst at t = 0 read at its first finish (``burst_read``) —
-with the error bands that apply. Apart from ``sim_document``, whose records ``queue_growth`` reads, so that neither
-imports the other."""
+clients behind their rate, a run too short to tell, a burst at t = 0 read at its running batch's peak
+(``burst_read``) — with the error bands that apply. Apart from ``sim_document``, whose records ``queue_growth``
+reads, so that neither imports the other."""
 
 from __future__ import annotations
 
@@ -40,7 +40,8 @@ def simulate_document(setup: Any, result: Any) -> SimDocument:
         bands = {k: v for k, v in bands.items() if k != "throughput"}
     notes += [overload.note] + ([] if behind else [pb.no_latency_band(mode)]) if overload else \
         [short.note, pb.NO_BAND_SHORT_RUN] if short else [at_once.note()] if held else []
-    notes += [pb.knee_band_note(knee, mode)] if knee else []
+    # a burst has no rate, so no knee: its TTFT grew through the burst's prefill queue (burst_read)
+    notes += [pb.burst_ttft_note(knee) if at_once is not None else pb.knee_band_note(knee, mode)] if knee else []
     notes += [burst.burst_note()] if burst is not None else []
     preempted = preemption_facts(setup, result)
     notes += tipping_note(setup, result, preempted)  # a session run's KV tipping point, named with its figures
