@@ -167,10 +167,36 @@ def test_a_range_error_names_the_pool_flag_as_spelled():
     # the pool limits' parameters are short (prefill_mnbt, decode_mns); the error names the flag the user typed, not
     # "--prefill-mnbt" (the message before the pool flags became a group)
     base = ("disagg", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM")
-    for flag in ("--prefill-max-num-batched-tokens", "--decode-max-num-seqs", "--tune-prefill-max-num-batched-tokens",
-                 "--tune-decode-max-num-seqs"):
+    for flag in ("--decode-max-num-seqs", "--tune-decode-max-num-seqs"):
         with pytest.raises(InputError, match=f"^{flag} 0 is out of range"):
             run(*base, flag, "0")
+    # the token budgets are token counts (read as vLLM reads them, below): 0 is refused by that reader, and 100G
+    # = 100 × 2^30 = 107,374,182,400 tokens by the range, both naming the flag as typed
+    for flag in ("--prefill-max-num-batched-tokens", "--tune-prefill-max-num-batched-tokens"):
+        with pytest.raises(InputError, match=f"^{flag}: '0' must be a whole, positive number of tokens"):
+            run(*base, flag, "0")
+        with pytest.raises(InputError, match=f"^{flag} 107,374,182,400 is out of range"):
+            run(*base, flag, "100G")
+
+
+def test_the_token_budgets_take_vllms_token_counts():
+    # as --max-num-batched-tokens everywhere else (units.parse_tokens, vLLM's human_readable_int): 2K = 2 × 1,024
+    # = 2,048 for the prefill pool, 4k = 4 × 1,000 = 4,000 colocated (a lowercase suffix noted on stderr)
+    base = ("disagg", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM", "--num-requests", "40", "--rate", "10",
+            "--prefill-gpus", "1", "--decode-gpus", "1", "--no-tune", "--json")
+    res = CliRunner().invoke(app, [*base, "--prefill-max-num-batched-tokens", "2K", "--max-num-batched-tokens", "4k"])
+    assert res.exit_code == 0, res.output
+    colocated, split = json.loads(res.stdout)["deployments"]
+    assert colocated["settings"]["colocated"]["max_num_batched_tokens"] == 4_000
+    assert split["settings"]["prefill"]["max_num_batched_tokens"] == 2_048
+    from kvledger.cli.token_flags import suffix_notes  # the note `kvledger` prints on stderr before the command
+
+    assert suffix_notes(["disagg", "m", "--prefill-max-num-batched-tokens", "2k"]) == [
+        "--prefill-max-num-batched-tokens 2k = 2,000 tokens (vLLM's rule: k = 1,000, K = 1,024)"]
+    # vLLM 0.12.0 reads no T: refused with that release's words, as plan and simulate refuse it
+    with pytest.raises(InputError, match="vLLM 0.12.0 refuses it"):
+        run("disagg", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM", "--engine-version", "0.12.0",
+            "--tune-prefill-max-num-batched-tokens", "1T")
 
 
 def test_tuning_sentences_say_when_a_smaller_chunk_does_the_same_job_colocated():

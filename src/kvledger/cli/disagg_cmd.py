@@ -63,16 +63,19 @@ class DisaggFlags:
     tp: int = flag("--tp", "--tensor-parallel-size", default=1, help="TP of a colocated replica.")
     prefill_tp: int | None = flag("--prefill-tp", help="TP of a prefill replica (default --tp).")
     decode_tp: int | None = flag("--decode-tp", help="TP of a decode replica (default --tp).")
-    max_num_batched_tokens: int | None = flag("--max-num-batched-tokens", help="Colocated token budget per step.")
+    max_num_batched_tokens: str | None = flag("--max-num-batched-tokens", help="Colocated token budget per step "
+                                              "(a token count as vLLM reads it: 8192, 8K = 8,192, 8k = 8,000).")
     max_num_seqs: int | None = flag("--max-num-seqs", help="Colocated max_num_seqs.")
-    prefill_mnbt: int | None = flag("--prefill-max-num-batched-tokens", help="Prefill pool's token budget per step.")
+    prefill_mnbt: str | None = flag("--prefill-max-num-batched-tokens", help="Prefill pool's token budget per step "
+                                    "(a token count, as --max-num-batched-tokens).")
     decode_mns: int | None = flag("--decode-max-num-seqs", help="Decode pool's max_num_seqs.")
     router: str = flag("--router", default="round_robin", help="Router in every pool: round_robin, least_loaded, "
                                                                "prefix_aware.")
     tune: bool = flag("--tune/--no-tune", default=True, help="Also turn one knob per pool on the best split (and the "
                                                              "budget colocated).")
-    tune_prefill_mnbt: int | None = flag("--tune-prefill-max-num-batched-tokens",
-                                         help="Prefill budget in the tuning run (default ¼).")
+    tune_prefill_mnbt: str | None = flag("--tune-prefill-max-num-batched-tokens",
+                                         help="Prefill budget in the tuning run (default ¼; a token count, as "
+                                              "--max-num-batched-tokens).")
     tune_decode_mns: int | None = flag("--tune-decode-max-num-seqs",
                                        help="Decode max_num_seqs in the tuning run (default 128).")
     step_cost: str | None = flag("--step-cost", help="As simulate's: roofline (default: each pool's plan), calibrated "
@@ -109,6 +112,7 @@ def disagg(model: str = MODEL_ARG, gpu: str = GPU_OPT, workload: WorkloadFlags =
     n, splits = _split(p.num_gpus, p.prefill_gpus, p.decode_gpus, ptp, dtp)
     _one_tp_for_a_table(p.step_cost, p.tp, ptp, dtp)
     study = _study(model, gpu, p, target)
+    mnbt = _budgets(p, target.engine_version)
 
     def load(r: float | None):
         return load_trace(workload.trace, num_requests=workload.num_requests, rate=r, seed=workload.seed)
@@ -121,16 +125,35 @@ def disagg(model: str = MODEL_ARG, gpu: str = GPU_OPT, workload: WorkloadFlags =
         typer.echo(said, err=True)
     with working(said):
         r = analyse_disagg(study, specs, num_gpus=n, tp=p.tp, prefill_tp=ptp, decode_tp=dtp, splits=splits,
-                           colocated={"max_num_batched_tokens": p.max_num_batched_tokens,
+                           colocated={"max_num_batched_tokens": mnbt["max_num_batched_tokens"],
                                       "max_num_seqs": p.max_num_seqs},
-                           prefill={"max_num_batched_tokens": p.prefill_mnbt}, decode={"max_num_seqs": p.decode_mns},
-                           tune=p.tune, tune_prefill_max_num_batched_tokens=p.tune_prefill_mnbt,
+                           prefill={"max_num_batched_tokens": mnbt["prefill_mnbt"]},
+                           decode={"max_num_seqs": p.decode_mns},
+                           tune=p.tune, tune_prefill_max_num_batched_tokens=mnbt["tune_prefill_mnbt"],
                            tune_decode_max_num_seqs=p.tune_decode_mns, load=load if p.search_max_rate else None,
                            rate_per_s=offered if p.search_max_rate else None, workload=wl)
     if as_json:
         typer.echo(strict_json.dumps(r.to_dict(), indent=2))
     else:
         _render(r, Console(emoji=False), whole_trace=whole)
+
+
+#: the token-budget flags of ``disagg``, by their parameter
+_BUDGET_FLAGS = {"max_num_batched_tokens": "--max-num-batched-tokens",
+                 "prefill_mnbt": "--prefill-max-num-batched-tokens",
+                 "tune_prefill_mnbt": "--tune-prefill-max-num-batched-tokens"}
+
+
+def _budgets(p: DisaggFlags, engine_version: str | None) -> dict[str, int | None]:
+    """The token budgets given (None where not), read as vLLM ``engine_version`` reads --max-num-batched-tokens
+    (``vllm_auto_len.read_engine_tokens``, as plan and simulate: 8K = 8,192, 8k = 8,000; t and T from 0.13.0), then
+    checked against their ranges (the range check before the command skips a token count: it is text until read)."""
+    from kvledger.accounting.vllm_auto_len import read_engine_tokens
+    from kvledger.ranges import check_options
+
+    out = {k: read_engine_tokens(getattr(p, k), flag, "vllm", engine_version) for k, flag in _BUDGET_FLAGS.items()}
+    check_options("disagg", out, _BUDGET_FLAGS)
+    return out
 
 
 def _study(model: str, gpu: str, p: DisaggFlags, t: TargetFlags):

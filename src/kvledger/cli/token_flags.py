@@ -10,7 +10,8 @@ __all__ = ["TOKEN_FLAGS", "suffix_notes", "print_suffix_notes"]
 #: every flag whose value (or comma-separated values) ``units.parse_tokens`` reads, the engine's and kvledger's own
 #: (tests/cli/test_token_flags.py checks the list against the source's parse calls)
 TOKEN_FLAGS = ("--max-model-len", "--max-num-batched-tokens", "--context", "--contexts", "--flip-contexts",
-               "--prompt-tokens", "--window")
+               "--prompt-tokens", "--window", "--prefill-max-num-batched-tokens",
+               "--tune-prefill-max-num-batched-tokens")
 
 
 def suffix_notes(argv: list[str]) -> list[str]:
