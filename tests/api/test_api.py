@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from api_cli_json import in_call_terms
 
 import kvledger
 from kvledger import DoesNotFitError, InputError, strict_json
@@ -28,7 +29,7 @@ def cli(*argv: str) -> tuple[int, str]:
 def _same(result, *argv: str) -> dict:
     rc, out = cli(*argv, "--json")
     assert rc == 0
-    doc = json.loads(out)
+    doc = in_call_terms(json.loads(out), argv[0])  # its notes name the call's parameters
     assert json.loads(strict_json.dumps(result.to_dict())) == doc
     return doc
 

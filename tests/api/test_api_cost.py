@@ -7,6 +7,7 @@ import inspect
 import json
 
 import pytest
+from api_cli_json import in_call_terms
 
 import kvledger
 from kvledger import InputError, NoAnswerError, strict_json
@@ -23,7 +24,7 @@ def cli(*argv: str) -> tuple[int, dict]:
     from kvledger.cli.main import app
 
     r = CliRunner().invoke(app, [*argv, "--json"])
-    return r.exit_code, json.loads(r.stdout)
+    return r.exit_code, in_call_terms(json.loads(r.stdout), "cost")  # its notes name the call's parameters
 
 
 def plain(d: dict) -> dict:

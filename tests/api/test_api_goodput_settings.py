@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from api_cli_json import in_call_terms
 
 import kvledger
 from kvledger import strict_json
@@ -23,7 +24,7 @@ def _cli_json(*argv: str) -> dict:
 
     r = CliRunner().invoke(app, [*argv, "--json"], env={"KVLEDGER_NO_CACHE": "1"})
     assert r.exit_code == 0, r.stdout
-    return json.loads(r.stdout)
+    return in_call_terms(json.loads(r.stdout), argv[0])  # its notes name the call's parameters
 
 
 def test_fp8_kv_doubles_the_pool_and_matches_the_command():

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import inspect
 import json
-import re
 
 import pytest
+from api_cli_json import in_call_terms
 
 import kvledger
 from kvledger import InputError, strict_json
@@ -70,7 +70,7 @@ def _cli(*argv: str) -> tuple[int, dict]:
     from kvledger.cli.main import app
 
     r = CliRunner().invoke(app, ["search", *argv, "--json"], env={"KVLEDGER_NO_CACHE": "1"})
-    return r.exit_code, json.loads(r.stdout)
+    return r.exit_code, in_call_terms(json.loads(r.stdout), "search")  # its notes name the call's parameters
 
 
 def _plain(d: dict) -> dict:
@@ -153,14 +153,12 @@ def test_a_session_workload_is_the_commands(monkeypatch):
 
 
 def _in_python_terms(cli_message: str) -> str:
-    """The command's message as the call words it: each flag that is a parameter named as the parameter."""
-    params = set(inspect.signature(kvledger.search).parameters)
+    """The command's message as the call words it: each flag that is a parameter named as the parameter, a command
+    line the user would run kept as the command spells it (``api.results.python_words``, tested on its own in
+    test_api_notes.py)."""
+    from kvledger.api.results import python_words
 
-    def word(m: re.Match) -> str:
-        name = m.group(1).replace("-", "_")
-        return name if name in params else m.group(0)
-
-    return "kvledger.search: " + re.sub(r"(?<![\w-])--([a-z][a-z0-9-]*)", word, cli_message)
+    return "kvledger.search: " + python_words(cli_message, frozenset(inspect.signature(kvledger.search).parameters))
 
 
 # each refused before any candidate runs, by the command (exit 2) and the call with the same words

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from api_cli_json import in_call_terms
 from typer.testing import CliRunner
 
 import kvledger
@@ -18,7 +19,7 @@ L8 = "meta-llama/Llama-3.1-8B"
 
 def _cli(*argv: str) -> tuple[int, dict]:
     r = CliRunner().invoke(app, [*argv, "--json"])
-    return r.exit_code, json.loads(r.stdout)
+    return r.exit_code, in_call_terms(json.loads(r.stdout), argv[0])  # its notes name the call's parameters
 
 
 def _plain(doc: object) -> dict:
@@ -46,9 +47,9 @@ def test_search_with_no_candidate_meeting_the_slo_raises_no_answer_as_cost_does(
                    "--num-requests", "60", "--max-model-len", "8192", "--rate", "1")
     d = err.value.payload
     assert rc == err.value.exit_code == 1 and _plain(d) == cli and d["winner"] is None
-    assert d["no_winner_reason"].startswith("no candidate meets the SLO") and "lower --target" in d["no_winner_reason"]
-    # the message is that reason in the call's terms (its parameter, not the flag)
-    assert str(err.value) == "kvledger.search: " + d["no_winner_reason"].replace("--target", "target")
+    # the payload, as the message, in the call's terms: its parameter (target), not the command's flag (--target)
+    assert d["no_winner_reason"].startswith("no candidate meets the SLO") and "lower target" in d["no_winner_reason"]
+    assert str(err.value) == "kvledger.search: " + d["no_winner_reason"]
 
 
 @pytest.mark.parametrize("kwargs, words", [

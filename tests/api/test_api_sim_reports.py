@@ -33,7 +33,8 @@ def test_a_session_run_carries_the_sessions_drawn_as_the_command_prints_them():
     # one of the 8 sessions fits the 32K cap (32 × 1,024 = 32,768 tokens, from --max-model-len), so 8 are drawn
     assert (r.kind, r.num_sessions, r.session_rate_per_s, r.segment_tokens) == ("chat", 8, 1.0, 64)
     assert (r.shape.mean_turns, r.shape.think_mean_s, r.shape.system_tokens) == (4.0, 30.0, 512)
-    assert r.context_cap_tokens == 32_768 and r.context_cap_source == "--max-model-len"
+    # where the cap came from, named as the call takes it (the command's JSON says --max-model-len)
+    assert r.context_cap_tokens == 32_768 and r.context_cap_source == "max_model_len"
     assert kvledger.simulate(L8, "H100", num_requests=5).sessions is None
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Sequence
 
-from kvledger.api.results import PlanResult, check_ranges, in_python_terms
+from kvledger.api.results import PlanResult, check_ranges, in_python_terms, python_document
 from kvledger.argtypes import checked
 
 __all__ = ["plan"]
@@ -74,6 +74,13 @@ def plan(model: str, gpu: str, *, engine: str = "vllm", engine_version: str | No
         settings_t, settings = plan_tier_settings(tiers := _tier_flags(locals()), more, g, settings)
         p = build_plan(spec, g, settings)
         doc, tier_plan = plan_document(p, prof, False), plan_tier_plan(p, tiers, settings_t, flags, more)
+    return _result(p, doc, tier_plan)
+
+
+def _result(p: object, doc: dict, tier_plan: object) -> PlanResult:
+    """The call's result: ``plan --json``'s document with its notes naming the call's parameters, not the flags
+    (``results.python_document``), and the tier plan's own ``to_dict()`` as its ``kv_tiers``."""
+    doc = python_document(doc, _PLAN_PARAMS)
     return PlanResult(p, doc | ({"kv_tiers": tier_plan.to_dict()} if tier_plan is not None else {}), tier_plan)
 
 

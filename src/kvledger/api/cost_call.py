@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kvledger.api.results import CostResult, in_python_terms
+from kvledger.api.results import CostResult, in_python_terms, python_document
 from kvledger.argtypes import checked
 from kvledger.ledgers.host_bill import DEFAULT_TEAM_CAPABILITY
 
@@ -80,7 +80,7 @@ def cost(path: PathLike | Sequence[PathLike] | None = None, *, simulate: str | N
         args = _with_dp(_args(files, simulate, _as_flags(values)), values)
         check_seeds_given(args)
         out = cost_outcome(cost_request(args))
-    return CostResult(out.document, out.report, out.capacity)
+    return CostResult(python_document(out.document, _COST_PARAMS), out.report, out.capacity)  # notes: parameters
 
 
 _COST_PARAMS = frozenset(inspect.signature(cost).parameters)

@@ -16,7 +16,8 @@ from kvledger.strict_json import to_strict
 if TYPE_CHECKING:
     from kvledger.analyses.serving.sim_tier_report import SimTierReport
 
-__all__ = ["PlanResult", "GoodputResult", "CostResult", "goodput_document", "in_python_terms", "check_ranges"]
+__all__ = ["PlanResult", "GoodputResult", "CostResult", "goodput_document", "in_python_terms", "check_ranges",
+           "python_words", "python_document"]
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,46 @@ _PARAMS = {"context": "contexts", "policy": "policy", "think-time": "think_time_
            "enable-prefix-caching": "enable_prefix_caching", "enable-chunked-prefill": "enable_chunked_prefill"}
 
 
+#: what makes a flag part of a command line the user would run, kept as the command spells it: in the same clause,
+#: after ``kvledger``, ``vllm serve`` or SGLang's launcher, or right after one of kvledger's command names
+_COMMAND_LINE = re.compile(r"\bkvledger\b|\bvllm serve\b|\bsglang\b"
+                           r"|\b(?:plan|simulate|goodput|cost|search|validate|calibrate|report|disagg|offload|doctor)\s+--")
+#: where a clause begins, for :data:`_COMMAND_LINE`
+_CLAUSE = re.compile(r"[(;:,—]")
+
+
+def python_words(text: str, params: frozenset[str]) -> str:
+    """``text`` with each flag of one of ``params`` (``--max-model-len``) named as the parameter (``max_model_len``),
+    but an engine's own quoted words and a command line (:data:`_COMMAND_LINE`) kept as written."""
+    def word(m: re.Match) -> str:  # the call's own spelling where _PARAMS's is not one of its parameters
+        clause = _CLAUSE.split(m.string[:m.start()])[-1]
+        if _COMMAND_LINE.search(clause):
+            return m.group(0)
+        names = (_PARAMS.get(m.group(1)), m.group(1).replace("-", "_"))
+        return next((name for name in names if name in params), m.group(0))
+
+    parts = text.split('"')  # an engine's own words, quoted, keep its flags (vLLM's argparse line)
+    quoted = len(parts) % 2 == 1
+    return '"'.join(p if quoted and i % 2 else re.sub(r"(?<![\w-])--([a-z][a-z0-9-]*)", word, p)
+                    for i, p in enumerate(parts))
+
+
+#: the keys whose block is a typed record the call also returns (``PlanResult.kv_tiers``), kept equal to its
+#: ``to_dict()``
+_RECORDS = frozenset({"kv_tiers"})
+
+
+def python_document(doc: Any, params: frozenset[str]) -> Any:
+    """``doc`` (a command's ``--json`` document, or any part of it) with its prose in the call's terms
+    (:func:`python_words` on every string that names a flag; a typed record's block, :data:`_RECORDS`, as it is); a
+    new document, ``doc`` left as it was."""
+    if isinstance(doc, dict):
+        return {k: v if k in _RECORDS else python_document(v, params) for k, v in doc.items()}
+    if isinstance(doc, (list, tuple)):
+        return type(doc)(python_document(v, params) for v in doc)
+    return python_words(doc, params) if isinstance(doc, str) and "--" in doc else doc
+
+
 @contextmanager
 def in_python_terms(call: str, params: frozenset[str]) -> Iterator[None]:
     """Within the block, a KvLedgerError that names a flag of one of ``params`` (``--max-model-len``) names the
@@ -104,15 +145,9 @@ def in_python_terms(call: str, params: frozenset[str]) -> Iterator[None]:
     try:
         yield
     except KvLedgerError as err:
-        def word(m: re.Match) -> str:  # the call's own spelling where _PARAMS's is not one of its parameters
-            names = (_PARAMS.get(m.group(1)), m.group(1).replace("-", "_"))
-            return next((name for name in names if name in params), m.group(0))
-
-        parts = str(err).split('"')  # an engine's own words, quoted, keep its flags (vLLM's argparse line)
-        quoted = len(parts) % 2 == 1
-        text = '"'.join(p if quoted and i % 2 else re.sub(r"(?<![\w-])--([a-z][a-z0-9-]*)", word, p)
-                        for i, p in enumerate(parts))
-        err.args = (f"kvledger.{call}: {text}",)
+        err.args = (f"kvledger.{call}: {python_words(str(err), params)}",)
+        if isinstance(payload := getattr(err, "payload", None), dict):  # NoAnswerError's document, as a result's
+            err.payload = python_document(payload, params)
         raise
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kvledger.analyses.search.unit_cap import DEFAULT_MAX_GPUS_PER_REPLICA
-from kvledger.api.results import check_ranges, in_python_terms
+from kvledger.api.results import check_ranges, in_python_terms, python_document
 from kvledger.api.search_result import SearchDocument
 from kvledger.argtypes import checked
 
@@ -94,7 +94,7 @@ def _search(values: dict[str, Any]) -> SearchDocument:
         run = _ledger_run(run, values, [values["model"], *paths_in(w, sessions, e, p, axes)])
         result, variants = run_candidates(spec, ax, run)
         result.notes[:0] = load_notes  # how a session_rate became the req/s the sizing uses
-        doc = _answer(result, search_document(result, variants))
+        doc = _answer(result, python_document(search_document(result, variants), _PARAMS))  # its notes: parameters
     from kvledger.analyses.search.offload_report import OffloadVariant
 
     tiers = None if variants is None else tuple(OffloadVariant.from_json(r) for r in doc["offload"])

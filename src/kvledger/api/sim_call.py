@@ -13,7 +13,13 @@ from typing import Any
 from kvledger.analyses.serving.session_report import SessionReport
 from kvledger.analyses.serving.sim_document import SimDocument
 from kvledger.analyses.serving.sim_tier_report import SimTierReport
-from kvledger.api.results import GoodputResult, check_ranges, goodput_document, in_python_terms
+from kvledger.api.results import (
+    GoodputResult,
+    check_ranges,
+    goodput_document,
+    in_python_terms,
+    python_document,
+)
 from kvledger.argtypes import checked
 
 __all__ = ["simulate", "goodput", "SimDocument", "SessionReport", "SimTierReport"]
@@ -78,7 +84,18 @@ def simulate(model: str, gpu: str, *, trace: str | None = None, prompt_lengths: 
     values = {k: v for k, v in locals().items() if k in _SIM_PARAMS}
     with in_python_terms("simulate", _SIM_PARAMS):
         check_ranges("simulate", {k: v for k, v in values.items() if k != "cache"})
-        return _simulate(model, gpu, values, seeds, cache)
+        doc = _simulate(model, gpu, values, seeds, cache)
+    return _in_call_terms(doc)
+
+
+def _in_call_terms(doc: SimDocument) -> SimDocument:
+    """``doc`` with its prose naming the call's parameters, not the command's flags (``results.python_document``): its
+    JSON-ready fields (dicts, lists, text) rewritten; its typed records (bands, the burst's read, a tier's report)
+    as they were."""
+    import dataclasses
+
+    return dataclasses.replace(doc, **{f.name: python_document(v, _SIM_PARAMS) for f in dataclasses.fields(doc)
+                                       if isinstance(v := getattr(doc, f.name), (dict, list, str))})
 
 
 def _simulate(model: str, gpu: str, values: dict[str, Any], seeds: int, cache: bool) -> SimDocument:
@@ -229,7 +246,8 @@ def _goodput_run(model: str, gpu: str, values: dict[str, Any], slo: str, search:
         check_tier_sizes(tier, args.gpu, args.tp)
         run = (simulated_goodput(args, the_slo, synthetic) if tier is None else
                simulated_goodput_with_tier(args, the_slo, tier, synthetic))
-        return GoodputResult(goodput_document([to_jsonable(x) for x in run.lines()]), run.result, run.tiers)
+        doc = python_document(goodput_document([to_jsonable(x) for x in run.lines()]), _GOODPUT_PARAMS)
+        return GoodputResult(doc, run.result, run.tiers)
     if tier is not None:  # the command's words (goodput_cmd._simulated), its flags read as parameters
         raise InputError("--target searches the SLO boundary without a host KV tier (its probes do not run the tier's "
                          "rules); drop --target to measure one run's goodput with the tier, or compare tiers at "
@@ -237,7 +255,8 @@ def _goodput_run(model: str, gpu: str, values: dict[str, Any], slo: str, search:
     args, synthetic = _sim_request(model, gpu, values, PROBE_NUM_REQUESTS, sessions, (target, axis))
     found = simulated_goodput_search(args, the_slo, target, axis, lo=lo, hi=hi, tol=tol, synthetic=synthetic,
                                      seeds=seeds)
-    return GoodputResult(goodput_document([to_jsonable(x) for x in found.lines()]), found.search)
+    return GoodputResult(python_document(goodput_document([to_jsonable(x) for x in found.lines()]), _GOODPUT_PARAMS),
+                         found.search)
 
 
 _GOODPUT_PARAMS = frozenset(inspect.signature(goodput).parameters)
