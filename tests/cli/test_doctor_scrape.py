@@ -112,3 +112,36 @@ def test_a_v0_scrape_is_planned_under_the_v0_rules():
     # --engine-version still picks
     assert cli_json("doctor", str(SCRAPE), "--model", str(CONFIG), "--gpu", "L40S", "--engine-version",
                     "0.10.1")["pool"]["plan"]["engine_version"] == "0.10.1"
+
+
+def _preempting(tmp_path, running: str, usage: str) -> Path:
+    """The real scrape of one engine with 5 preemptions, ``running`` requests and KV usage ``usage`` (0–1)."""
+    text = SCRAPE.read_text().replace('vllm:num_preemptions_total{model_name="Qwen/Qwen2.5-Coder-1.5B-Instruct"} 0.0',
+                                      'vllm:num_preemptions_total{model_name="Qwen/Qwen2.5-Coder-1.5B-Instruct"} 5.0')
+    text = text.replace('vllm:num_requests_running{model_name="Qwen/Qwen2.5-Coder-1.5B-Instruct"} 0.0',
+                        f'vllm:num_requests_running{{model_name="Qwen/Qwen2.5-Coder-1.5B-Instruct"}} {running}')
+    text = text.replace('vllm:gpu_cache_usage_perc{model_name="Qwen/Qwen2.5-Coder-1.5B-Instruct"} 0.0',
+                        f'vllm:gpu_cache_usage_perc{{model_name="Qwen/Qwen2.5-Coder-1.5B-Instruct"}} {usage}')
+    f = tmp_path / "metrics.txt"
+    f.write_text(text)
+    return f
+
+
+def test_the_advice_prints_the_flag_lines_vllm_serve_takes(tmp_path):
+    # 5 preemptions; cache_config_info gpu_memory_utilization="0.9" → 0.9 + 0.05 = 0.95 (the cap); --tp 1 given →
+    # TP 2; 60 running at 96% KV usage → 60 ÷ 0.96 = 62.5 → 62 requests of their size fit; cache_dtype="auto" → fp8
+    f = _preempting(tmp_path, "60.0", "0.96")
+    d = cli_json("doctor", str(f), "--tp", "1")
+    assert [x["flag"] for x in d["advice_flags"]] == ["--gpu-memory-utilization 0.95", "--tensor-parallel-size 2",
+                                                     "--max-num-seqs 62", "--kv-cache-dtype fp8"]
+    out = " ".join(run_cli("doctor", str(f), "--tp", "1").output.split())
+    assert "→ --max-num-seqs 62: 60 running held 96.0% of the KV pool, so 60 ÷ 0.960 = 62 requests" in out
+    assert "→ --gpu-memory-utilization 0.95: +5% of the GPU's memory for KV (from 0.9; at most 0.95)" in out
+    # no TP given: a scrape does not name it, so no TP line (the words still name the remedy); --max-num-seqs 48
+    # given: 62 is no lower cap, so no --max-num-seqs line
+    flags = [x["flag"] for x in cli_json("doctor", str(f), "--max-num-seqs", "48")["advice_flags"]]
+    assert flags == ["--gpu-memory-utilization 0.95", "--kv-cache-dtype fp8"]
+
+
+def test_no_flag_lines_without_preemptions():
+    assert cli_json("doctor", str(SCRAPE))["advice_flags"] == []

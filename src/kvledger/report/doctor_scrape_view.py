@@ -46,6 +46,8 @@ def render_doctor_scrape(rep: dict[str, Any]) -> None:
         con.print(f"prefix cache: {escape(prefix['message'])}")
     if rep["advice"]:
         con.print(f"advice: {escape(rep['advice'])}")
+        for line in rep.get("advice_flags", []):  # each remedy as the flag vllm serve takes, as doctor's options
+            con.print(f"  → {escape(line['flag'])}: {escape(line['why'])}")
         con.print(f"rule: {escape(rep['preemptions']['rule'])}")
     for note in rep["notes"]:
         con.print(f"note: {escape(note)}")

@@ -113,6 +113,35 @@ def _pool(s: VllmScrape, model: Any, gpu: Any, kw: dict[str, Any]) -> dict[str, 
     return row
 
 
+def _flag_lines(s: VllmScrape, kw: dict[str, Any]) -> list[dict[str, str]]:
+    """The advice's remedies as the flag each sets on ``vllm serve`` (vLLM's names; doctor's capacity options'
+    steps, ``capacity_options._variants``), for each whose value the scrape or the flags given to doctor fix:
+    --gpu-memory-utilization +0.05 up to 0.95 (from cache_config_info's label or --gpu-memory-utilization),
+    --tensor-parallel-size doubled (from --tensor-parallel-size: a scrape does not name the TP), --max-num-seqs at the
+    requests of the scrape's size the pool holds (one engine: running ÷ KV usage, below --max-num-seqs where given),
+    FP8 KV where the cache is not FP8 already. Each: {"flag", "why"}."""
+    out = []
+    if (util := kw.get("gpu_memory_utilization")) and util + 0.05 <= 0.95 + 1e-9:
+        out.append({"flag": f"--gpu-memory-utilization {util + 0.05:.2f}",
+                    "why": f"+5% of the GPU's memory for KV (from {util:g}; at most 0.95); risks OOM if anything "
+                           "else shares the GPU"})
+    if tp := kw.get("tp"):
+        out.append({"flag": f"--tensor-parallel-size {2 * tp}",
+                    "why": f"KV heads split over {2 * tp} GPUs per replica, the KV per GPU halved (plus all-reduce "
+                           "time per step)"})
+    usage = list(s.kv_usage_fraction.values())
+    if len(usage) == 1 and usage[0] > 0 and s.running:
+        n = int(s.running / usage[0])  # the pool's blocks ÷ a running request's, at the scrape's moment
+        if n >= 1 and n < kw.get("max_num_seqs", n + 1):
+            out.append({"flag": f"--max-num-seqs {n}",
+                        "why": f"{s.running:,} running held {usage[0]:.1%} of the KV pool, so {s.running:,} ÷ "
+                               f"{usage[0]:.3f} = {n:,} requests of their size fit; longer ones still preempt"})
+    if not str(kw.get("kv_cache_dtype", "auto")).startswith("fp8"):
+        out.append({"flag": "--kv-cache-dtype fp8", "why": "half the bytes per block, twice the blocks in the same "
+                    "memory; check accuracy"})
+    return out
+
+
 def diagnose_scrape(s: VllmScrape, *, model: Any = None, gpu: Any = None, engine_version: str | None = None,
                     launch: dict[str, Any] | None = None) -> dict[str, Any]:
     """The scrape's reading as a dict (``--json``'s and the view's): preemptions, pool, usage, queue, advice, notes.
@@ -129,6 +158,7 @@ def diagnose_scrape(s: VllmScrape, *, model: Any = None, gpu: Any = None, engine
               "log re-plans each in numbers") if pre["triggered"] else None
     return {"kind": "vllm_metrics_scrape", "scrape": s.to_dict(), "preemptions": pre,
             "pool": _pool(s, model, gpu, kw), "kv_usage_pct": usage, "kv_usage_metric": s.kv_usage_name,
-            "running": s.running, "waiting": s.waiting, "advice": advice, "prefix_cache": _prefix_cache(s),
+            "running": s.running, "waiting": s.waiting, "advice": advice,
+            "advice_flags": _flag_lines(s, kw) if pre["triggered"] else [], "prefix_cache": _prefix_cache(s),
             "notes": notes + ["a scrape is one moment: usage and queue are now, the counters since the server "
                               "started; scrape twice and subtract for a rate"]}
