@@ -39,6 +39,12 @@ _WHY = (f"vLLM's start-up check counts the null block before {_BEFORE} (v1/core/
         "to a request")
 
 
+#: why --max-model-len auto chose such a length (vLLM 0.19.0 kv_cache_utils._auto_fit_max_model_len: the binary
+#: search of _estimate_max_model_len_from_groups over the available KV bytes, the null block's among them)
+_AUTO_WHY = (f"auto's fit and the start-up check count it before {_BEFORE}: kv_cache_utils._auto_fit_max_model_len "
+             "estimates from the available KV bytes")
+
+
 def starts_never_scheduled(p: Plan, need_blocks: int) -> Advice | None:
     """Before vLLM 0.29, a max_model_len request that needs more than the usable blocks but no more than the whole pool:
     vLLM starts (its check counts the null block) but the scheduler can never give such a request its last block, so
@@ -50,9 +56,15 @@ def starts_never_scheduled(p: Plan, need_blocks: int) -> Advice | None:
         return _check_counts_fewer(p, need_blocks)
     run = estimate_len(p)
     fix = f"; --max-model-len {run} runs (the {m.usable_blocks:,} usable blocks hold it)" if run else ""
-    msg = (f"fits: vLLM {m.engine_version} starts, but a request of max_model_len {m.max_model_len:,} tokens can never "
-           f"be scheduled: it needs {need_blocks:,} blocks, every block of the {m.num_gpu_blocks:,}-block pool; "
-           f"{_WHY}, so the {m.usable_blocks:,} usable blocks never hold it and such a request waits forever{fix}")
+    if p.settings.auto_max_model_len:  # auto chose the length: said in as few words (the short plan's 26 lines)
+        msg = (f"fits: vLLM {m.engine_version} starts, but --max-model-len auto fits {m.max_model_len:,} tokens, and "
+               f"a request that long can never be scheduled: it needs {need_blocks:,} blocks, every block of the "
+               f"pool, and block_pool.py gives the null block to none ({_AUTO_WHY}){fix}")
+    else:
+        msg = (f"fits: vLLM {m.engine_version} starts, but a request of max_model_len {m.max_model_len:,} tokens can "
+               f"never be scheduled: it needs {need_blocks:,} blocks, every block of the {m.num_gpu_blocks:,}-block "
+               f"pool; {_WHY}, so the {m.usable_blocks:,} usable blocks never hold it and such a request waits "
+               f"forever{fix}")
     opts = (max_len_option(p, run, estimate_len_low(p, run)),) if run else ()
     return Advice("fits", msg, options=opts)
 

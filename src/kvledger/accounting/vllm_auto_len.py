@@ -52,9 +52,10 @@ def auto_max_model_len(s: Any, ver: tuple[int, int, int], layout: Any, blocks: t
     need = check_demand_blocks(layout, derived, inflight, ver)
     one = _first_group_clause(layout, derived, inflight, ver)
     if fit >= derived:
+        never = _null_block_clause(layout.blocks_per_request(derived, inflight), n)
         notes.append(f"max_model_len auto (-1): the model's {derived:,} tokens kept, as vLLM {release} keeps them "
                      f"where one request at that length fits the KV pool: it takes {need:,} of the {check:,} blocks "
-                     f"the start-up check counts (kv_cache_utils._auto_fit_max_model_len){one}")
+                     f"the start-up check counts (kv_cache_utils._auto_fit_max_model_len){one}{never}")
         return derived
     took = check_demand_blocks(layout, fit, inflight, ver)
     notes.append(f"max_model_len auto (-1): {fit:,} tokens, lowered from the model's {derived:,} as vLLM {release} "
@@ -62,8 +63,19 @@ def auto_max_model_len(s: Any, ver: tuple[int, int, int], layout: Any, blocks: t
                  f"check counts, and {fit:,} is the longest whose request fits ({took:,} blocks;"
                  " kv_cache_utils._auto_fit_max_model_len, the binary search of "
                  "_estimate_max_model_len_from_groups); the memory profile and the defaults stay at the derived length"
-                 f"{one}")
+                 f"{one}{_null_block_clause(layout.blocks_per_request(fit, inflight), n)}")
     return fit
+
+
+def _null_block_clause(took: int, pool: int) -> str:
+    """Where the chosen length's request takes more blocks than one request can get — the ``pool``'s less its null
+    block, which ``block_pool.py`` hands to none; the fit counts it before 0.29 (from 0.29 it fits to pool − 1, so
+    never): "; but …, never scheduled"; "" otherwise."""
+    if took <= pool - 1:
+        return ""
+    return (f"; but one request that long takes {took:,} blocks, more than the {pool - 1:,} a request can get (the "
+            f"{pool:,}-block pool less its null block, which no request gets; the fit counts it before 0.29): it is "
+            "never scheduled — the verdict gives the --max-model-len that runs")
 
 
 def _first_group_clause(layout: Any, length: int, inflight: int, ver: tuple[int, int, int]) -> str:
