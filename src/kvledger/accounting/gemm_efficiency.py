@@ -267,10 +267,10 @@ class MeasuredGemm:
 
     def _init_gemm_curve(self, model, curve: GemmCurve | None) -> None:
         """The curve where it applies (dense, BF16 weights), the layer's ΣN·K per GPU, attention's FLOP share (without a
-        curve ``flops_fraction``) and the layer kernels with the curve, or an MoE model's where it was asked for."""
+        curve ``flops_fraction``) and the layer kernels wherever the GPU's tables were offered (``curve``), whatever
+        the weights' dtype (layer_kernels: an FP8 model's norms are the BF16 one's, as carried_kernels prices them)."""
         self.gemm_curve = curve if curve is not None and curve_applies(model, self.gpu) else None
-        priced = self.gemm_curve is not None or (curve is not None and model.is_moe)
-        fit = (layer_kernel_fit(self.gpu.gpu_id) if priced else self.carried_fit) if kernels_apply(model) else None
+        fit = (layer_kernel_fit(self.gpu.gpu_id) if curve else self.carried_fit) if kernels_apply(model) else None
         self.layer_kernels = fit and LayerKernels(fit, model, self.tp, self.bw * self.bandwidth_fraction)
         self.gemm_nk = self.matmul_params / max(model.num_layers, 1)  # Σ N·K of one layer's weight GEMMs per GPU
         self._eff_cache: dict[float, float] = {}

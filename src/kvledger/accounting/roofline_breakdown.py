@@ -230,12 +230,16 @@ def _curve_note(rc: RooflineStepCost) -> list[str]:
     span = None if rc.gemm_curve is not None else curve_span(rc.model, rc.gpu, rc.gemm_nk)
     if span is None:
         from kvledger.accounting.carried_kernels import carried_layer_kernel_fit
+        from kvledger.accounting.gemm_efficiency import gemm_curve
 
-        carried = carried_layer_kernel_fit(rc.gpu.gpu_id) if kernels_apply(rc.model) else None
-        ops = () if carried is None or rc.carried_fit is not None else LayerKernels(carried, rc.model, rc.tp, 1.0).ops
-        words = (f"`simulate` and every capacity figure add each layer's {kernel_words(ops)} kernels at floors "
-                 "carried from the profiled GPUs (kvledger.accounting.carried_kernels), left out here")
-        return [words] if ops else []
+        measured = gemm_curve(rc.gpu.gpu_id) is not None and _measured_default(rc)  # FP8, quantized or MoE models
+        own = layer_kernel_fit(rc.gpu.gpu_id) if measured else None
+        carried = (carried_layer_kernel_fit(rc.gpu.gpu_id) or own) if kernels_apply(rc.model) else None
+        ops = () if carried is None or rc.layer_kernels is not None else LayerKernels(carried, rc.model, rc.tp, 1.0).ops
+        where = ("measured on this GPU (kvledger.accounting.layer_kernels)" if carried is own else
+                 "carried from the profiled GPUs (kvledger.accounting.carried_kernels)")
+        return [f"`simulate` and every capacity figure add each layer's {kernel_words(ops)} kernels at floors "
+                f"{where}, left out here"] if ops else []
     lo, hi = span
     fit = layer_kernel_fit(rc.gpu.gpu_id) if kernels_apply(rc.model) else None
     ops = () if fit is None else LayerKernels(fit, rc.model, rc.tp, 1.0).ops
@@ -243,3 +247,12 @@ def _curve_note(rc: RooflineStepCost) -> list[str]:
     return [f"these step times price every matmul at {rc.flops_fraction:.0%} of peak (flat); `simulate` and every "
             f"capacity figure price this GPU's weight matmuls by its measured efficiency instead, {lo:.0%}–{hi:.0%} of "
             f"peak for this model by tokens per step (kvledger.accounting.gemm_efficiency){kernels}"]
+
+
+def _measured_default(rc: RooflineStepCost) -> bool:
+    """Whether `simulate` prices this GPU by its measured tables by default: no flat bundled GPU profile does (the RTX
+    PRO 6000's; ``gemm_efficiency.curve_prices``)."""
+    from kvledger.accounting.gpu_profile import bundled_gpu_profile
+
+    prof = bundled_gpu_profile(rc.gpu.name)
+    return prof is None or prof.gemm_efficiency == "measured"
