@@ -71,31 +71,29 @@ def test_the_fit_recovers_known_constants_from_synthetic_rows(tmp_path, monkeypa
     assert fit.fit_median == pytest.approx(0.0, abs=1e-9)
 
 
-def _measured_row(path: str, tokens: int, tp: int, ops: tuple[str, ...] = OPS) -> float:
-    """Vidur's measured per-layer sum of ``ops`` (all five by default) at one row, s."""
+def _measured_row(path: str, tokens: int, tp: int) -> float:
+    """Vidur's measured per-layer sum of the five ops at one row, s."""
     p = Path(str(resources.files("kvledger.accounting") / "data" / "profiling" / "vidur" / "compute" / path))
     with open(p / "mlp_median.csv", newline="") as fh:
         for r in csv.DictReader(fh):
             if int(r["num_tokens"]) == tokens and int(r["num_tensor_parallel_workers"]) == tp:
-                return sum(float(r[f"time_stats.{op}.median"]) for op in ops) * 1e-3
+                return sum(float(r[f"time_stats.{op}.median"]) for op in OPS) * 1e-3
     raise AssertionError("row not found")
 
 
 def test_the_h100_fit_against_vidurs_rows():
-    # Llama-2-70B at TP 4 on the H100, 32 tokens (a decode step): Vidur measured ~20 µs per layer over the four ops
-    # vLLM runs (its harness's separate add is fused into vLLM's RMSNorms), every op at its floor, which the fit
-    # reproduces within 15% whatever the bandwidth end. At 4,096 tokens (a
+    # Llama-2-70B at TP 4 on the H100, 32 tokens (a decode step): Vidur measured 22 µs per layer over the five ops,
+    # every op at its floor, which the fit reproduces within 15% whatever the bandwidth end. At 4,096 tokens (a
     # prefill) the ops are bandwidth-bound: priced at the roofline's 0.8 × 3.35 TB/s they take less than Vidur's
     # 2023-era kernels took (1.1–1.8 TB/s for the norms and the activation), never less than the bytes at the full HBM
     fit = layer_kernel_fit(H100)
     m = load_model("meta-llama/Llama-2-70b-hf")
     hbm = get_gpu(H100).hbm_bandwidth_bytes_per_s
     k = LayerKernels(fit, m, 4, 0.8 * hbm)
-    four = OPS[:4]
-    assert k.step_s(32) / m.num_layers == pytest.approx(_measured_row("h100/meta-llama/Llama-2-70b-hf", 32, 4, four),
+    assert k.step_s(32) / m.num_layers == pytest.approx(_measured_row("h100/meta-llama/Llama-2-70b-hf", 32, 4),
                                                         rel=0.15)
-    # bytes a token at TP 4: norms 2 × 4 × 8192, RoPE 4 × (16 + 2) × 128, activation 6 × 7168 (no add)
-    per_token = 2 * 4 * 8192 + 4 * 18 * 128 + 6 * 7168
+    # bytes a token at TP 4: norms 2 × 4 × 8192, add 6 × 8192, RoPE 4 × (16 + 2) × 128, activation 6 × 7168
+    per_token = 2 * 4 * 8192 + 6 * 8192 + 4 * 18 * 128 + 6 * 7168
     assert per_token * 4096 / hbm < k.step_s(4096) / m.num_layers < _measured_row("h100/meta-llama/Llama-2-70b-hf",
                                                                                   4096, 4)
     assert k.step_s(4096) / m.num_layers == pytest.approx(per_token * 4096 / (0.8 * hbm), rel=1e-12)
@@ -126,12 +124,12 @@ def test_a_same_die_gpu_takes_the_profiled_floors_and_says_so():
 def test_the_roofline_adds_the_kernels_after_the_matmuls_and_flat_has_none():
     # Llama-3.1-8B on the H100, a decode step of 32 sequences: every op is at its floor (norm bytes 32 × 16,384 B at
     # 1.2 TB/s = 0.4 µs, under ~2 µs), so the term is 32 layers × Σ (a + w · width) over widths 4096, 4096, 5120,
-    # 14336 (norm, norm, RoPE, activation; the residual adds fused into the norms)
+    # 14336, 4096 (norm, norm, RoPE, activation, add)
     args = dict(model="meta-llama/Llama-3.1-8B", gpu="H100", num_requests=5, gpu_profile="none", max_model_len=8192)
     meas = prepare(SimRequestArgs(**args)).cost
     flat = prepare(SimRequestArgs(**args, gemm_efficiency="flat")).cost
     p = layer_kernel_fit(H100).params
-    by_hand = 32 * sum(a + w * width for (a, w, _), width in zip(p[:4], (4096, 4096, 5120, 14336), strict=True))
+    by_hand = 32 * sum(a + w * width for (a, w, _), width in zip(p, (4096, 4096, 5120, 14336, 4096), strict=True))
     assert meas.layer_kernels_s(32) == pytest.approx(by_hand, rel=1e-12)
     assert 0.4e-3 < by_hand < 0.9e-3
     shape = StepShape(0, 0, 0, 0, 32, 32 * 1000)
@@ -147,27 +145,27 @@ def test_the_roofline_adds_the_kernels_after_the_matmuls_and_flat_has_none():
 def test_which_ops_a_layer_runs_by_its_weights():
     # one norm kernel per hidden-size norm weight of layer 0: Llama two, Gemma-2 four (pre/post attention and MLP),
     # phi-2 one (attention and MLP in parallel off one norm); OPT has learned positions, so no RoPE; a hybrid
-    # (Nemotron-H: Mamba, MLP and attention blocks) is not priced at all. The residual adds: none for an RMSNorm
-    # model (vLLM's fused_add_rms_norm), two for a LayerNorm one (OPT's, phi's residual + hidden_states)
+    # (Nemotron-H: Mamba, MLP and attention blocks) is not priced at all
     def ops(name):
         return layer_ops(load_model(name))
 
-    assert ops("meta-llama/Llama-3.1-8B") == ("input_layernorm", "post_attention_layernorm", "attn_rope", "mlp_act")
+    assert ops("meta-llama/Llama-3.1-8B") == ("input_layernorm", "post_attention_layernorm", "attn_rope", "mlp_act",
+                                               "add")
     assert ops("google/gemma-2-9b-it").count("post_attention_layernorm") == 3
-    assert ops("microsoft/phi-2") == ("input_layernorm", "attn_rope", "mlp_act", "add", "add")
-    assert ops("facebook/opt-13b") == ("input_layernorm", "post_attention_layernorm", "mlp_act", "add", "add")
+    assert ops("microsoft/phi-2") == ("input_layernorm", "attn_rope", "mlp_act", "add")
+    assert ops("facebook/opt-13b") == ("input_layernorm", "post_attention_layernorm", "mlp_act", "add")
     assert not kernels_apply(load_model("nvidia/Nemotron-H-56B-Base-8K"))
     args = dict(gpu="H100", num_requests=5, gpu_profile="none", max_model_len=4096)
     assert prepare(SimRequestArgs(model="nvidia/Nemotron-H-56B-Base-8K", tp=2, **args)).cost.layer_kernels is None
-    # OPT-13B on the A100 (curve and floors), 8 tokens: 40 layers × five floors (two norms, the activation over a
-    # non-gated row, fc1's 20,480 / TP 1, two adds), no RoPE term
+    # OPT-13B on the A100 (curve and floors), 8 tokens: 40 layers × four floors, its activation over a non-gated
+    # row (fc1's 20,480 / TP 1), no RoPE term
     opt = prepare(SimRequestArgs(model="facebook/opt-13b", gpu="A100-80GB", num_requests=5, gpu_profile="none",
                                  max_model_len=2048)).cost
     p = dict(zip(OPS, layer_kernel_fit("nvidia_a100_80gb_sxm").params, strict=True))
     widths = {"input_layernorm": 5120, "post_attention_layernorm": 5120, "mlp_act": 20480, "add": 5120}
-    by_hand = 40 * sum(p[op][0] + p[op][1] * w for op, w in [*widths.items(), ("add", 5120)])
+    by_hand = 40 * sum(p[op][0] + p[op][1] * w for op, w in widths.items())
     assert opt.layer_kernels_s(8) == pytest.approx(by_hand, rel=1e-12)
-    assert opt.layer_kernels.ops == (*widths, "add")
+    assert opt.layer_kernels.ops == tuple(widths)
 
 
 def test_rope_width_counts_replicated_kv_heads():
@@ -180,14 +178,13 @@ def test_the_step_cost_line_names_the_models_own_kernels():
     # the line says what layer_ops priced: OPT no RoPE, Gemma-2 four norms, phi-2 one; a hybrid none, and says why
     from kvledger.accounting.layer_kernels import kernel_words
 
-    assert kernel_words(layer_ops(load_model("facebook/opt-13b"))) == "2 norms, activation and 2 adds"
-    assert kernel_words(layer_ops(load_model("google/gemma-2-9b-it"))) == (
-        "4 norms (the residual add fused in), RoPE and activation")
-    assert kernel_words(layer_ops(load_model("microsoft/phi-2"))) == "1 norm, RoPE, activation and 2 adds"
+    assert kernel_words(layer_ops(load_model("facebook/opt-13b"))) == "2 norms, activation and add"
+    assert kernel_words(layer_ops(load_model("google/gemma-2-9b-it"))) == "4 norms, RoPE, activation and add"
+    assert kernel_words(layer_ops(load_model("microsoft/phi-2"))) == "1 norm, RoPE, activation and add"
     info = prepare(SimRequestArgs(model="facebook/opt-13b", gpu="A100-80GB", num_requests=5, gpu_profile="none",
                                   max_model_len=2048)).cost_info["source"]
-    assert "then each layer's 2 norms, activation and 2 adds kernels, max(floor, activation bytes" in info
-    # an RMSNorm model has no add kernel, on the RTX PRO 6000 (vLLM 0.19's profiles) as on Vidur's GPUs
+    assert "then each layer's 2 norms, activation and add kernels, max(floor, activation bytes" in info
+    # on the RTX PRO 6000 the floors are vLLM 0.19's, whose residual add runs inside the norm: no add kernel
     info = prepare(SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="rtx_pro_6000_server", num_requests=5,
                                   gpu_profile="none", max_model_len=2048)).cost_info["source"]
     assert "each layer's 2 norms (the residual add fused in), RoPE and activation kernels" in info
@@ -217,21 +214,20 @@ def test_one_llama_and_one_opt_layer_on_the_h100_by_hand():
     # The H100's fitted floors (data/layer_kernels.json, a + w · width at 1 token, TP 1):
     #   input norm  a 1.6868 µs, w 0.52426 ns/element;  post-attention norm 1.7987 µs, 0.51141 ns;
     #   RoPE        1.3204 µs, 0.38853 ns;               activation 0.49017 µs, 0.52002 ns;  add 0.45263 µs, 0.14905 ns.
-    # Llama-3.1-8B (RMSNorm: vLLM's LlamaDecoderLayer hands the residual to both norms, fused_add_rms_norm, no add):
-    #   norm 1.6868 + 0.52426 × 4.096 = 3.834; post norm 1.7987 + 0.51141 × 4.096 = 3.893;
-    #   RoPE over (32 + 8) × 128 = 5,120: 1.3204 + 0.38853 × 5.120 = 3.310; activation over 14,336: 0.4902 + 0.52002 ×
-    #   14.336 = 7.945;  sum 18.98 µs a layer (before: + one add over 4,096, 1.063 µs = 20.05)
-    # OPT-13B (LayerNorm, learned positions: vLLM's opt.py adds residual + hidden_states twice, no RoPE):
-    #   norm 1.6868 + 0.52426 × 5.120 = 4.371; post norm 1.7987 + 0.51141 × 5.120 = 4.417; activation over fc1's
-    #   20,480: 0.4902 + 0.52002 × 20.480 = 11.140; two adds 2 × (0.4526 + 0.14905 × 5.120) = 2 × 1.216 = 2.432;
-    #   sum 22.36 µs a layer (before: one add, 21.14)
+    # Llama-3.1-8B: norm 1.6868 + 0.52426 × 4.096 = 3.834; post norm 1.7987 + 0.51141 × 4.096 = 3.893; RoPE over
+    #   (32 + 8) × 128 = 5,120: 1.3204 + 0.38853 × 5.120 = 3.310; activation over 14,336: 0.4902 + 0.52002 × 14.336 =
+    #   7.945; add over 4,096: 0.4526 + 0.14905 × 4.096 = 1.063;  sum 20.05 µs a layer (vLLM fuses both residual adds
+    #   into its RMSNorms, so 18.98 µs of kernels it runs; the add is kept: module doc)
+    # OPT-13B (learned positions, no RoPE): norm 1.6868 + 0.52426 × 5.120 = 4.371; post norm 1.7987 + 0.51141 ×
+    #   5.120 = 4.417; activation over fc1's 20,480: 0.4902 + 0.52002 × 20.480 = 11.140; add 0.4526 + 0.14905 ×
+    #   5.120 = 1.216;  sum 21.14 µs a layer (vLLM's opt.py runs two adds: 22.36 µs)
     fit = layer_kernel_fit(H100)
     llama = LayerKernels(fit, load_model("meta-llama/Llama-3.1-8B"), 1, 0.8 * get_gpu(H100).hbm_bandwidth_bytes_per_s)
-    assert llama.ops == ("input_layernorm", "post_attention_layernorm", "attn_rope", "mlp_act")
-    assert llama.step_s(1) / 32 == pytest.approx(18.98e-6, abs=0.01e-6)
+    assert llama.ops == ("input_layernorm", "post_attention_layernorm", "attn_rope", "mlp_act", "add")
+    assert llama.step_s(1) / 32 == pytest.approx(20.05e-6, abs=0.01e-6)
     opt = LayerKernels(fit, load_model("facebook/opt-13b"), 1, 0.8 * get_gpu(H100).hbm_bandwidth_bytes_per_s)
-    assert opt.ops == ("input_layernorm", "post_attention_layernorm", "mlp_act", "add", "add")
-    assert opt.step_s(1) / 40 == pytest.approx(22.36e-6, abs=0.01e-6)
+    assert opt.ops == ("input_layernorm", "post_attention_layernorm", "mlp_act", "add")
+    assert opt.step_s(1) / 40 == pytest.approx(21.14e-6, abs=0.01e-6)
 
 
 def test_an_fp8_model_takes_the_profiled_gpus_floors_as_an_unprofiled_gpu_carries_them():
@@ -241,8 +237,9 @@ def test_an_fp8_model_takes_the_profiled_gpus_floors_as_an_unprofiled_gpu_carrie
     args = dict(model="Qwen/Qwen3-32B-FP8", num_requests=5, max_model_len=8192)
     h100, b200 = prepare(SimRequestArgs(gpu="H100", **args)), prepare(SimRequestArgs(gpu="B200", **args))
     assert h100.cost.gemm_curve is None and h100.cost.layer_kernels.fit == layer_kernel_fit(H100)
-    assert h100.cost.layer_kernels.ops == ("input_layernorm", "post_attention_layernorm", "attn_rope", "mlp_act")
-    assert "each layer's 2 norms (the residual add fused in), RoPE and activation kernels" in h100.cost_info["source"]
+    assert h100.cost.layer_kernels.ops == ("input_layernorm", "post_attention_layernorm", "attn_rope", "mlp_act",
+                                           "add")
+    assert "each layer's 2 norms, RoPE, activation and add kernels" in h100.cost_info["source"]
     assert b200.cost.layer_kernels is not None and b200.cost.layer_kernels.fit.source.startswith("carried")
     flat = prepare(SimRequestArgs(gpu="H100", gemm_efficiency="flat", **args)).cost
     assert flat.layer_kernels is None

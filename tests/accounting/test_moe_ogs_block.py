@@ -54,20 +54,19 @@ def test_gpt_oss_experts_take_matmul_ogs_on_hopper_and_marlin_on_ampere():
 
 def test_routed_only_moe_layers_have_no_activation_kernel_of_their_own():
     assert layer_ops(load_model("Qwen/Qwen3-30B-A3B", allow_hub=False)) == (
-        "input_layernorm", "post_attention_layernorm", "attn_rope")  # the residual adds fused into the RMSNorms
+        "input_layernorm", "post_attention_layernorm", "attn_rope", "add")
     assert "mlp_act" in layer_ops(load_model("meta-llama/Llama-3.1-8B-Instruct", allow_hub=False))
 
 
 def test_qwen3_moe_decode_step_pays_its_layer_kernels_on_an_a100():
     # A100's Vidur fit, per layer at one token (a + w·width, hidden 2,048, 32 + 4 heads × 128): input norm 2.72 µs,
-    # post-attention norm 2.73, RoPE 4.27 = 9.72 µs (no add: vLLM fuses the residual adds into the RMSNorms);
-    # × 48 layers = 0.467 ms, added to the step as it is to a dense model's, only where the measured pricing (the
-    # GPU's curve) is asked for
+    # post-attention norm 2.73, RoPE 4.27, add 1.90 = 11.63 µs; × 48 layers = 0.558 ms, added to the step as it is
+    # to a dense model's, and only where the measured pricing (the GPU's curve) is asked for
     with_curve = _roofline("Qwen/Qwen3-30B-A3B", "nvidia_a100_80gb_sxm", gemm_curve=gemm_curve("nvidia_a100_80gb_sxm"))
     flat = _roofline("Qwen/Qwen3-30B-A3B", "nvidia_a100_80gb_sxm")
     assert with_curve.gemm_curve is None and flat.layer_kernels is None  # MoE GEMMs keep the flat fraction
     shape = StepShape(0, 0, 0, 0, 1, 2048)
-    assert with_curve.step_time_s(shape) - flat.step_time_s(shape) == pytest.approx(0.467e-3, abs=0.002e-3)
+    assert with_curve.step_time_s(shape) - flat.step_time_s(shape) == pytest.approx(0.558e-3, abs=0.002e-3)
 
 
 @pytest.mark.parametrize("tokens,ragged_block,v35_block", [

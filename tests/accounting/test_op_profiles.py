@@ -89,13 +89,12 @@ def test_the_kernels_bytes_run_at_the_profiles_pace_above_the_roofline_bandwidth
     assert k.step_s(512) < 1.5 * 32 * sum(float(r512[f"time_stats.{op}.median"]) for op in k.ops) * 1e-3
 
 
-def test_a_layernorm_model_keeps_its_adds_at_the_norm_floor_where_vllm_019_fuses_them_for_rmsnorm():
-    # OPT's LayerNorms carry a bias and its two residual adds run as kernels of their own (vLLM's opt.py
-    # residual + hidden_states after attention and after the MLP); vLLM fuses the adds only into RMSNorm
+def test_a_layernorm_model_keeps_its_add_at_the_norm_floor_where_vllm_019_fuses_it_for_rmsnorm():
+    # OPT's LayerNorms carry a bias and run the residual add as its own kernel; vLLM fuses the add only into RMSNorm
     fit = layer_kernel_fit(PRO)
     opt = LayerKernels(fit, load_model("facebook/opt-13b"), 1, 1.4e12)
-    assert opt.ops == ("input_layernorm", "post_attention_layernorm", "mlp_act", "add", "add")
-    assert opt.params[-1][:2] == opt.params[-2][:2] == fit.params[0][:2]  # the adds at the input norm's floor (a, w)
+    assert opt.ops == ("input_layernorm", "post_attention_layernorm", "mlp_act", "add")
+    assert opt.params[-1][:2] == fit.params[0][:2]  # the add at the input norm's floor (a, w)
     llama = LayerKernels(fit, load_model("meta-llama/Llama-3.1-8B"), 1, 1.4e12)
     assert "add" not in llama.ops
 

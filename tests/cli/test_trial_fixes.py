@@ -33,8 +33,8 @@ def _refused(*args: str) -> str:
 
 def test_simulate_takes_the_roofline_fractions_and_a_pure_decode_step_scales_with_bandwidth():
     # Llama-3.1-8B decode on an H100 is bandwidth-bound in every term but the layer kernels (weights and KV reads; TP 1,
-    # no all-reduce, no CPU overhead; the 8-token step's norm, RoPE and activation kernels run at their floors, which
-    # no bandwidth sets): halving the achievable bandwidth fraction from 0.8 to 0.4 doubles the rest exactly.
+    # no all-reduce, no CPU overhead; the 8-token step's norm, RoPE, activation and add kernels run at their floors,
+    # which no bandwidth sets): halving the achievable bandwidth fraction from 0.8 to 0.4 doubles the rest exactly.
     from kvledger.accounting.stepcost import StepShape
 
     costs = {f: prepare_run(SimRequestArgs(model=MODEL, gpu="H100", num_requests=10,

@@ -14,7 +14,7 @@ used to get the flat roofline alone: no floor for the norms, RoPE, activation an
   ``models/llama.py::LlamaDecoderLayer.forward`` passes the residual to ``input_layernorm`` and
   ``post_attention_layernorm``, whose ``layernorm.py::RMSNorm.forward_cuda`` calls ``fused_add_rms_norm``), and
   LLMServingSim's profiles of vLLM 0.19 time no add; Vidur's separate ``add`` is its own harness's kernel. As for
-  the RTX PRO 6000's fit, a LayerNorm model (OPT, phi-2) gets its two adds at the norm's floor (``LayerKernels``).
+  the RTX PRO 6000's fit, a LayerNorm model (OPT, phi-2) gets its add at the norm's floor (``LayerKernels``).
   Rule chosen from the data: for a Llama-3.1-8B layer at TP 1 (``REF_SHAPE``) the floors of the norms, RoPE and
   activation are 24.4 / 19.0 / 10.8 µs (A100 / H100 / RTX PRO 6000; 34.5k / 37.6k / 28.2k cycles); held out one at a
   time and predicted from the other two, in cycles they are off by −4% / −17% / +28% (mean |error| 16%), averaged in

@@ -1,4 +1,4 @@
-"""The non-GEMM kernels of each decoder layer — norms, RoPE, the gated activation, unfused residual adds — priced from
+"""The non-GEMM kernels of each decoder layer — RMSNorms, RoPE, the gated activation, the residual add — priced from
 their measured floors and their bytes: a property of the GPU and the layer's widths, not fitted to a model.
 
 The roofline prices a layer's weight GEMMs and its attention; the small kernels between them are neither. Each reads
@@ -29,20 +29,17 @@ Model, per op (``OPS``), for a step of T tokens::
   but not used: those were vLLM's 2023 kernels, since vectorized (vllm-project/vllm PR #27931 for ``rms_norm``) and,
   in V1, compiled with the model (torch.compile).
 
-A layer's kernels (``layer_ops``): one norm per hidden-size norm weight of the first decoder layer (Llama's two, at
-Vidur's input and post-attention norms' floors; Gemma-2's four; phi-2's one), RoPE unless the model has none, the
-activation, and the residual adds vLLM runs as kernels of their own, by architecture (vLLM 0.2.3's and 0.11.0's
-``models/llama.py``, ``mistral.py``, ``qwen.py``, ``opt.py``, ``phi*.py``): none for an RMSNorm model, whose
-``DecoderLayer.forward`` hands the residual to both norms (``layernorm.py::RMSNorm.forward`` →
-``fused_add_rms_norm``; from 0.2.2, 0.2.1's ``llama.py`` still added ``residual + hidden_states`` twice, so every
-release priced fuses them); two for a LayerNorm model (OPT's ``residual + hidden_states`` after attention and MLP,
-phi's ``attn + ff + residual``, ``nn.LayerNorm`` in every release read), at Vidur's ``add`` floor, or at the norm's
-where a GPU's profiles time no add (vLLM 0.19's). V1's torch.compile may fuse those adds too: not measured here.
-Every row Vidur profiled is a gated MLP, so a non-gated activation's floor is the gated one's. Hybrid models (Mamba or
-linear attention layers) get no term (``kernels_apply``): their other layers run other kernels. Bytes are priced at
-the roofline's bandwidth (Vidur's 2023 kernels were slower than today's); on a GPU whose profiles are of today's
-engine (``LayerKernelFit.bytes_at_fit``: the RTX PRO 6000, whose activations of up to a few thousand tokens stay in
-its L2) at the faster of that and the profiles' own.
+A layer's kernels (``layer_ops``): one norm per hidden-size norm weight of layer 0 (Llama's two, at Vidur's input and
+post-attention norms' floors; Gemma-2's four; phi-2's one), RoPE unless the model has none, the activation (a gated
+one's floor: every Vidur row is gated), one ``add`` (Vidur's harness's; where a GPU's profiles time none, vLLM 0.19's,
+an RMSNorm model has none and a LayerNorm model's sits at the norm's floor: ``rms_norms``). vLLM runs no add for an
+RMSNorm model (from 0.2.2 ``models/llama.py``, ``mistral.py``, ``qwen.py`` hand the residual to both norms:
+``layernorm.py::RMSNorm.forward`` → ``fused_add_rms_norm``) and two for a LayerNorm one (0.2.3 and 0.11.0 ``opt.py``:
+``residual + hidden_states`` twice); priced so, the measured counts fell (leave-one-deployment-out throughput 8/9 →
+7/9), so the one add stays until what else is missing is found. Hybrid models (Mamba, linear attention) get no term
+(``kernels_apply``). Bytes are priced at the roofline's bandwidth (Vidur's 2023 kernels were slower than today's); on
+a GPU whose profiles are of today's engine (``LayerKernelFit.bytes_at_fit``: the RTX PRO 6000, whose activations of up
+to a few thousand tokens stay in its L2) at the faster of that and the profiles' own.
 
 The fit's error is the |predicted / measured − 1| of the per-layer sum with Vidur's own bandwidth end, in sample and
 leaving each model shape (all its TPs) out (``LayerKernelFit.loso_*``); the max() under-prices the bend between the
@@ -215,16 +212,17 @@ def layer_kernel_fit(gpu_id: str) -> LayerKernelFit | None:
 
 
 def layer_ops(model) -> tuple[str, ...]:
-    """The ops priced per layer (``OPS`` names, repeated; module doc): one per hidden-size norm weight of the first
-    decoder layer, the first at Vidur's input norm's floor and the rest at its post-attention norm's (per-head norms,
-    Qwen3's q/k, not counted); RoPE unless the model has none; the activation unless an MoE model's MLPs are all routed
-    experts (vLLM runs it inside the fused-MoE call, ``fused_experts``' ``silu_and_mul`` or matmul_ogs' SwiGLU,
-    priced by moe_kernel); no residual add for an RMSNorm model, two for a LayerNorm one."""
+    """The ops priced per layer (``OPS`` names, repeated): one per hidden-size norm weight of the first decoder layer
+    (Llama's two; Gemma-2's four; phi-2's one, its attention and MLP in parallel), the first at Vidur's input norm's
+    floor and the rest at its post-attention norm's; RoPE unless the model has none (OPT's learned positions); the
+    activation; one residual add. Per-head norms (Qwen3's q/k norms) are not counted. An MoE model whose MLPs are all
+    routed experts (Mixtral, Qwen3-MoE, gpt-oss) has no activation kernel of its own: vLLM runs it inside the fused-MoE
+    call (``fused_experts``' ``silu_and_mul``; matmul_ogs' fused SwiGLU), priced by the fused-MoE term (moe_kernel)."""
     norms = sum(1 for w in model.weights if re.search(r"\.0\.[^.]*(norm|ln)[^.]*\.weight$", w.path)
                 and w.numel == model.hidden_size) or 2
     out = ["input_layernorm"] + ["post_attention_layernorm"] * (norms - 1)
-    act, adds = ["mlp_act"] if not model.is_moe or _dense_mlp(model) else [], [] if rms_norms(model) else ["add"] * 2
-    return tuple(out + (["attn_rope"] if model.rope_cache_bytes else []) + act + adds)
+    act = ["mlp_act"] if not model.is_moe or _dense_mlp(model) else []
+    return tuple(out + (["attn_rope"] if model.rope_cache_bytes else []) + act + ["add"])
 
 
 def _dense_mlp(model) -> bool:
@@ -235,19 +233,21 @@ def _dense_mlp(model) -> bool:
 
 def rms_norms(model) -> bool:
     """Whether the model's layer norms are RMSNorms (no bias beside the first decoder layer's norm weights), which vLLM
-    fuses the residual adds into; LayerNorms (OPT, phi-2) have a bias and separate adds."""
+    fuses the residual add into; LayerNorms (OPT, phi-2) have a bias and a separate add."""
     return not any(re.search(r"\.0\.[^.]*(norm|ln)[^.]*\.bias$", w.path) and not re.search(r"vision|visual", w.path)
                    for w in model.weights)  # a vision tower's LayerNorms are not the decoder's
 
 
 def kernel_words(ops: tuple[str, ...]) -> str:
-    """A layer's priced kernels in words, from ``LayerKernels.ops``: "2 norms, activation and 2 adds" (a LayerNorm
-    model), or, with no add, "2 norms (the residual add fused in), RoPE and activation" (an RMSNorm model)."""
-    norms, adds = sum(op.endswith("layernorm") for op in ops), ops.count("add")
-    first = f"{norms} norm" + ("s" if norms != 1 else "") + ("" if adds else " (the residual add fused in)")
+    """A layer's priced kernels in words, from ``LayerKernels.ops``: "2 norms, RoPE, activation and add", or, where
+    the GPU's profiles time the residual add inside the norm (vLLM 0.19's fused kernel), "2 norms (the residual add
+    fused in), RoPE and activation"."""
+    norms = sum(op.endswith("layernorm") for op in ops)
+    first = f"{norms} norm" + ("s" if norms != 1 else "") + ("" if "add" in ops else " (the residual add fused in)")
     parts = [first] + (["RoPE"] if "attn_rope" in ops else []) + (["activation"] if "mlp_act" in ops else [])
-    parts += [f"{adds} add" + ("s" if adds != 1 else "")] if adds else []
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    if "add" in ops or len(parts) == 1:
+        return ", ".join(parts) + " and add" * ("add" in ops)
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def kernels_apply(model) -> bool:
@@ -269,9 +269,9 @@ class LayerKernels:
         self.fit, self.num_layers = fit, model.num_layers
         gated = any("gate" in w.path for w in model.weights)  # gate_proj / gate_up_proj: a gated MLP (dense models)
         by_op = dict(zip(OPS, fit.params, strict=True))
-        if by_op["add"] is None:  # untimed because fused into vLLM 0.19's RMSNorm: a LayerNorm model's adds (the
-            by_op["add"] = by_op["input_layernorm"]  # only ones layer_ops lists) are kernels, at a norm's floor
-        ops = layer_ops(model)
+        if by_op["add"] is None and not rms_norms(model):  # untimed because fused into vLLM's RMSNorm: a LayerNorm
+            by_op["add"] = by_op["input_layernorm"]  # model's add is its own kernel, at a norm's floor
+        ops = tuple(op for op in layer_ops(model) if by_op[op] is not None)  # fused into the RMSNorm: no kernel
         self.ops = ops
         self.params = tuple((by_op[op][0], by_op[op][1], max(bandwidth_Bps, by_op[op][2]) if fit.bytes_at_fit
                              else bandwidth_Bps) for op in ops)

@@ -212,10 +212,10 @@ class EngineFlags(SglangNames):
     gemm_efficiency: str | None = flag("--gemm-efficiency", help=(
         "Roofline weight matmuls: measured (the fraction scales the GPU's measured efficiency against tokens in the "
         "step and GEMM size, from operator profiles of the A100, H100 and RTX PRO 6000; without a fraction or "
-        "profile, as measured; each layer's norm, RoPE, activation and unfused add kernels priced too; flat on other "
-        "GPUs) or flat (one FLOP fraction, no kernel term), or carried (as a GPU nobody profiled: flat, with the "
-        "kernel floors and bandwidth share carried from the other profiled GPUs; with --gpu-profile none). Default: "
-        "the GPU profile's, else measured."))
+        "profile, as measured; each layer's norm, RoPE, activation and add kernels priced too; flat on other GPUs) "
+        "or flat (one FLOP fraction, no kernel term), or carried (as a GPU nobody profiled: flat, with the kernel "
+        "floors and bandwidth share carried from the other profiled GPUs; with --gpu-profile none). Default: the GPU "
+        "profile's, else measured."))
     ep_size: int | None = flag("--ep-size", "--expert-parallel-size", help=(
         "SGLang's expert-parallel size (--engine sglang): --ep-size equal to --tp runs a MoE model's routed experts "
         "whole, E/ep on each GPU (each step waits for the busiest); 1 simulates as without it; sizes SGLang refuses "
