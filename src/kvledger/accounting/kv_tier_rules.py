@@ -40,14 +40,16 @@ from kvledger.ranges import OPTION_RANGES
 from kvledger.units import GiB
 
 __all__ = ["TierSettings", "check_tier_settings", "vllm_host_tokens", "rules_version", "sglang_host_tokens",
-           "HOST_PAGE_BYTES", "LMCACHE_CHUNK_TOKENS", "LMCACHE_MP_FROM", "HICACHE_WRITE_POLICIES",
-           "DEFAULT_HICACHE_RATIO",
+           "HOST_PAGE_BYTES", "LMCACHE_CHUNK_TOKENS", "LMCACHE_MP_FROM", "OFFLOAD_PROMPT_ONLY_FROM",
+           "HICACHE_WRITE_POLICIES", "DEFAULT_HICACHE_RATIO",
            "NVME_READ_BYTES_PER_S", "NVME_WRITE_BYTES_PER_S", "NETWORK_BYTES_PER_S", "LINK_FRACTION",
            "EVICTION_POLICIES", "HICACHE_PREFETCH_POLICIES", "CPU_SPEC_READ"]
 
 HOST_PAGE_BYTES = 4096  # SharedOffloadRegion.BLOCK_SIZE_ALIGNMENT = mmap.PAGESIZE (vLLM 0.33.0), B
 LMCACHE_CHUNK_TOKENS = 256  # LMCache default chunk_size, tokens
 LMCACHE_MP_FROM = (0, 33, 0)  # first vLLM read whose lmcache backend is LMCacheMPConnector (asynchronous loads)
+OFFLOAD_PROMPT_ONLY_FROM = (0, 23, 0)  # first vLLM read whose native CPU offloading stores prompt blocks only
+# (v1/kv_offload/base.py: extra_config offload_prompt_only, default True; absent in 0.19.0, 0.20.0, 0.21.0, 0.22.0)
 DEFAULT_HICACHE_RATIO = 2.0  # SGLang 0.5.23 handle_hicache_ratio_default, cache mode
 HICACHE_WRITE_POLICIES = ("write_through", "write_through_selective", "write_back")
 EVICTION_POLICIES = ("lru", "arc")  # vLLM 0.33.0 OffloadingConnector kv_connector_extra_config eviction_policy

@@ -12,6 +12,7 @@ from kvledger.dynamics.engine.hicache_storage import hicache_manager_class
 from kvledger.dynamics.engine.offload import HostTier, OffloadingPagedKVManager
 from kvledger.dynamics.engine.offload_tiers import TieredPagedKVManager, needs_tiered_manager
 from kvledger.dynamics.outputs.metrics import LatencyStats
+from kvledger.dynamics.resume_stats import ResumeStats, resume_stats
 from kvledger.dynamics.simulator import SimResult, simulate
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
@@ -101,8 +102,8 @@ class TierStats:
     Attributes:
         prompt_tokens: prompt tokens at first admission, tokens. hbm_hit_tokens / host_hit_tokens: served from each.
         hbm_hit_rate / host_hit_rate: shares of prompt_tokens. host_load_s: Σ time of every host load, served or
-        not, s. loaded_bytes: host → HBM bytes of every load, served or not (host_hit_tokens + host_unserved_tokens),
-        B. stored_units / evicted_units: units offered to / dropped from the host.
+        not, s. loaded_bytes: host → HBM bytes of every load, served or not (host_hit_tokens + host_unserved_tokens
+        + the resumes' reloads), B. stored_units / evicted_units: units offered to / dropped from the host.
         load_bandwidth_bytes_per_s: bytes loaded (host, disk and remote; served or not) / run duration, B/s.
         host_capacity_units: blocks or segments.
         peak_host_units: the most the host held at an admission. occupancy: (s, units) at each arrival (≤ 200 kept).
@@ -113,12 +114,14 @@ class TierStats:
         remote: the remote store (LMCache remote, below the disk; HiCache mooncake storage; with one only).
         host_unserved_tokens: tokens loaded from the host whose blocks were evicted before the request's admission
             and recomputed (load_hold.py): in loaded_bytes and host_load_s, not in host_hit_tokens (only when > 0).
+        resume: what preempted requests got back from each tier when they resumed (resume_stats.py; vLLM's paged
+            tier, with a preemption only): its reloads are in loaded_bytes and host_load_s, not in the hit rates.
         evicted_wanted_units: host units evicted that a later lookup then missed (wanted after their eviction), each
             once an eviction: the evictions that cost a hit; 0 when no evicted unit was wanted again.
     """
 
     __json_optional__ = ("stores_skipped", "write_back_tokens", "write_back_s", "disk", "remote",
-                         "host_unserved_tokens")
+                         "host_unserved_tokens", "resume")
 
     prompt_tokens: int
     hbm_hit_tokens: int
@@ -140,6 +143,7 @@ class TierStats:
     remote: DiskStats | None = None
     host_unserved_tokens: int | None = None
     evicted_wanted_units: int = 0
+    resume: ResumeStats | None = None
 
     def __post_init__(self) -> None:
         _check_rates(self, "hbm_hit_rate", "host_hit_rate")
@@ -221,13 +225,15 @@ def _stats(managers: list, host: HostTier, duration_s: float) -> TierStats:
     step = max(1, len(occ) // 200)
     # loads whose blocks were evicted before admission (load_hold.py): moved and timed, not served
     cu, du, ru = (sum(getattr(m, f"{k}_unserved_tokens", 0) for m in managers) for k in ("host", "disk", "remote"))
-    loaded = (c + cu) * host.bytes_per_token
+    resumed = resume_stats(managers) if paged else None  # SGLang's retractions: not modelled here
+    loaded = (c + cu + (resumed.host_reloaded_tokens + resumed.host_unserved_tokens if resumed else 0)) \
+        * host.bytes_per_token
     return TierStats(q, h, c, h / q if q else 0.0, c / q if q else 0.0, sum(m.host_load_s for m in managers), loaded,
                      sum(m.lru.stored for m in managers), sum(m.lru.evicted for m in managers),
                      (loaded + (d + r + du + ru) * host.bytes_per_token) / duration_s if duration_s > 0 else 0.0,
                      host.capacity_units, max((u for _, u in occ), default=0), tuple(occ[::step]),
                      *_extras(managers, host, q, d, r), host_unserved_tokens=cu or None,
-                     evicted_wanted_units=sum(m.lru.evicted_wanted for m in managers))
+                     evicted_wanted_units=sum(m.lru.evicted_wanted for m in managers), resume=resumed)
 
 
 def _extras(managers: list, host: HostTier, q: int, d: int, r: int) -> tuple:

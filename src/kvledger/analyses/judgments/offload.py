@@ -232,7 +232,7 @@ def sim_host_tier(tp: TierPlan, settings: PlanSettings, tiers: TierSettings, uni
         raise InputError("the tier flags give no host tier: pass --kv-offloading-size GiB (vLLM; with "
                          f"--kv-offloading-backend native|lmcache) or, with {tiers.engine_flag} sglang, "
                          "--enable-hierarchical-cache (--hicache-ratio or --hicache-size)")
-    native = settings.engine == "vllm" and not chunk
+    native, version = settings.engine == "vllm" and not chunk, rules_version(settings.engine_version)
     store_threshold, eviction_policy = _host_rules(settings, tiers, native)
     disk_units = remote_units = 0
     if disk_t is not None and remote_t is not None and settings.engine == "sglang":
@@ -265,7 +265,8 @@ def sim_host_tier(tp: TierPlan, settings: PlanSettings, tiers: TierSettings, uni
                     disk_capacity_units=disk_units, disk_read_bytes_per_s=disk_t.read_bytes_per_s if disk_t else 0.0,
                     remote_capacity_units=remote_units,
                     remote_read_bytes_per_s=remote_t.read_bytes_per_s if remote_t else 0.0,
-                    load_in_step=bool(chunk) and rules_version(settings.engine_version) < kv_tier_rules.LMCACHE_MP_FROM)
+                    load_in_step=bool(chunk) and version < kv_tier_rules.LMCACHE_MP_FROM,
+                    prompt_only=native and version >= kv_tier_rules.OFFLOAD_PROMPT_ONLY_FROM)
 
 
 def sim_rules(host: HostTier) -> dict[str, Any] | None:

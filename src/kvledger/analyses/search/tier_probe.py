@@ -37,7 +37,7 @@ _MAX_DOUBLINGS = 6
 
 
 def _host_tier(setup: Any, ranks: int, opt: Any) -> tuple[Any, dict[str, Any]]:
-    from kvledger.accounting.kv_tier_rules import TierSettings
+    from kvledger.accounting.kv_tier_rules import OFFLOAD_PROMPT_ONLY_FROM, TierSettings, rules_version
     from kvledger.accounting.kv_tiers import build_tier_plan
     from kvledger.analyses.serving.plan_pricing import priced_by_run
     from kvledger.dynamics.engine.offload import HostTier
@@ -49,7 +49,8 @@ def _host_tier(setup: Any, ranks: int, opt: Any) -> tuple[Any, dict[str, Any]]:
     if t is None:
         raise InputError(f"the plan has no {opt.kind} tier for --offload {opt.label}")
     host = HostTier(t.capacity_tokens // setup.config.block_size, plan.bytes_per_token, t.read_bytes_per_s,
-                    t.write_bytes_per_s)
+                    t.write_bytes_per_s, prompt_only=rules_version(setup.plan.memory.engine_version) >=
+                    OFFLOAD_PROMPT_ONLY_FROM)  # the native connector's rule (offload.py HostTier)
     return host, {"tier": t.name, "capacity_bytes": t.capacity_bytes, "capacity_tokens": t.capacity_tokens,
                   "num_ranks": t.num_ranks, "total_capacity_bytes": t.total_capacity_bytes,
                   "read_bytes_per_s": t.read_bytes_per_s, "capacity_rule": t.capacity_rule,

@@ -61,6 +61,8 @@ class LoadHolds:
         before = [getattr(self, k, 0) for k in names]
         t = self.account_load(req, start, n)
         counts = tuple((k, getattr(self, k, 0) - b) for k, b in zip(names, before))
+        if req.num_preemptions:  # a resumed request's reload: its own counters, so first-arrival hit shares hold
+            counts = tuple(_to_resume(self, k, d) for k, d in counts)
         self._held[req.uid] = (hits + ids, start, n, counts, rest)
         self._reserved += rest
         return t
@@ -123,3 +125,14 @@ class LoadHolds:
             self._release(req.uid)
             self._loose.pop(req.uid, None)
         super().free(req, preempted)
+
+
+def _to_resume(kv, name: str, tokens: int) -> tuple[str, int]:
+    """Move ``tokens`` just counted in ``{tier}_hit_tokens`` to ``{tier}_resume_hit_tokens`` (a resumed request's
+    reload; its admission counts in ``prefix_stats.preempted_hits``, not in ``hits``); the (counter, tokens) pair
+    ``_unserve`` takes back from."""
+    resume = name.replace("_hit_", "_resume_hit_")
+    if tokens:
+        setattr(kv, name, getattr(kv, name) - tokens)
+        setattr(kv, resume, getattr(kv, resume, 0) + tokens)
+    return resume, tokens

@@ -20,6 +20,10 @@ vLLM (``distributed/kv_transfer/kv_connector/v1/offloading_connector.py``, 0.11.
   request's TTFT, not on any step. (Here: ``begin_load`` when the request reaches its replica with nothing waiting
   ahead, else ``start_load`` when the scheduler reaches it; the request re-enters the queue's front ``load_s``
   after the schedule that started it: load_hold.py.)
+* Resume after preemption (``v1/core/sched/scheduler.py : _preempt_request`` and ``schedule``, 0.19.0 and 0.33.0):
+  a preempted request is looked up again, in HBM and in the CPU tier, at each attempt to schedule it, over all its
+  full blocks (0.19.0–0.22.0 stored generated blocks too; from 0.23.0 ``offload_prompt_only``, ``prompt_only`` here);
+  its reloads count apart from first-arrival hits (``host_resume_hit_tokens``; resume_stats.py).
 * LMCache's load in the step (``HostTier.load_in_step``): vLLM before 0.33 runs ``--kv-offloading-backend lmcache``
   as ``LMCacheConnectorV1`` (``config/vllm.py``, read in 0.12.0 and 0.19.0), whose ``get_num_new_matched_tokens``
   returns load_async False (``lmcache_connector.py``; LMCache 0.5.6 ``vllm_v1_adapter.py``, ``enable_async_loading``
@@ -64,6 +68,10 @@ class HostTier:
         load_in_step: LMCache through ``LMCacheConnectorV1`` (vLLM before 0.33): a hit is loaded in the step that
             schedules the request, its time added to that step's (module doc); False: the asynchronous,
             queue-leaving load. With chunks only (the native connector's loads are asynchronous).
+        prompt_only: vLLM's native connector from 0.23.0 (``offload_prompt_only``, default True: v1/kv_offload/base.py;
+            offloading/scheduler.py caps the offloadable tokens at the prompt): a resumed request's generated blocks
+            are not in the CPU tier, so its reload stops at its prompt's last full block (``_lookup_range``). Stores
+            here still offer generated blocks (a session's next turn): not yet this rule.
         disk_capacity_units / disk_read_bytes_per_s, remote_*: LMCache's local-disk and remote tiers below the host's,
             or HiCache's one storage backend (offload_tiers.py, hicache_storage.py; 0: none), units and B/s.
     """
@@ -81,6 +89,7 @@ class HostTier:
     remote_capacity_units: int = 0
     remote_read_bytes_per_s: float = 0.0
     load_in_step: bool = False
+    prompt_only: bool = False
 
     def __post_init__(self) -> None:
         if self.eviction not in ("lru", "arc"):
@@ -93,6 +102,10 @@ class HostTier:
             raise InputError(f"host tier load_in_step must be True or False, and True only with LMCache's chunks "
                              f"(vLLM's native connector loads asynchronously), got {self.load_in_step!r} with "
                              f"chunk_tokens {self.chunk_tokens}")
+        if self.prompt_only is not False and (self.prompt_only is not True or self.chunk_tokens):
+            raise InputError(f"host tier prompt_only must be True or False, and True only for vLLM's native "
+                             f"connector's blocks (chunk_tokens 0), got {self.prompt_only!r} with chunk_tokens "
+                             f"{self.chunk_tokens}")
 
     def load_s(self, tokens: int) -> float:
         return tokens * self.bytes_per_token / self.read_bytes_per_s
@@ -133,6 +146,7 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
     def admit(self, req, hits, num_new_tokens, must_fit_tokens, reserve_tokens=0) -> bool:
         ok = super().admit(req, hits, num_new_tokens, must_fit_tokens, reserve_tokens)
         if ok:
+            self._deferred.discard(req.uid)  # a resume kept for its next attempt's lookup (``start_load``)
             self._offer(req, req.num_computed_tokens + num_new_tokens)
             if self._in_step:
                 self.pending_load_s += self._in_step.pop(req.uid, 0.0)  # loaded in this step (module doc)
@@ -150,6 +164,13 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
         self._deferred.discard(req.uid)
         self._in_step.pop(req.uid, None)
         super().free(req, preempted)
+        if preempted and self.enable_caching and self._per == 1:
+            # vLLM asks the connector again when it reaches the resumed request: ``schedule`` looks up every waiting
+            # request with num_computed_tokens 0 (v1/core/sched/scheduler.py, 0.19.0 and 0.33.0), a preempted one
+            # too; its pending stores were flushed at the preemption (offloading connector ``build_connector_meta``:
+            # preempted_req_ids), so its own stored blocks can load back (``_lookup_range``). LMCache's chunks: not
+            # modelled on resume (its adapter was not read for it)
+            self._deferred.add(req.uid)
 
     def free_finished(self, reqs) -> None:
         for r in reqs:
@@ -183,7 +204,8 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
         t = self._try_load(req)
         if t is None:
             return None
-        self._deferred.discard(req.uid)
+        if t > 0 or not req.num_preemptions:  # a resume that loads nothing now is looked up again at the next
+            self._deferred.discard(req.uid)   # attempt, as vLLM asks at each (its HBM hit may shrink as it waits)
         if t > 0:
             if self.host.load_in_step:
                 self._in_step[req.uid] = t
@@ -204,13 +226,10 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
     def _try_load(self, req: SimRequest) -> float | None:
         """Look ``req`` up in the CPU tier beyond its GPU hit and copy the hits into GPU blocks held for it; the load
         time, s (0.0: nothing to load), or None when its sequence would not fit beside the in-flight loads."""
-        keys = self._keys(req)
+        keys, limit, start = self._lookup_range(req)
         B = self.block_size
-        limit = min(len(keys), (req.num_tokens - 1) // B)
-        gpu_tokens = self.pool.cached_prefix_len(keys, limit) * B  # match(req)'s hit; its blocks only for a load
         if self._per == 1:  # the connector touches every full block of the request before the lookup
             self.lru.touch(self._keys_range(req, 0, req.num_tokens // B))
-        start = gpu_tokens // B
         if self._per > 1:  # LMCache: whole chunks from the prompt's start, beyond the GPU hit
             chunk_keys = keys[self._per - 1:limit:self._per]
             n = self.lru.lookup(chunk_keys, 0, len(chunk_keys)) * self._per - start
@@ -223,6 +242,25 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
         if n <= 0 or not self.load_fits(req, hits, n):
             return None
         return self.load_blocks(req, keys, hits, start, n)
+
+    def _lookup_range(self, req: SimRequest) -> tuple[list[int], int, int]:
+        """(the keys the CPU tier is looked up on, how many of them, the GPU hit in blocks: ``match(req)``'s).
+
+        At first arrival only shareable blocks can be anywhere (prefix_keys.py). A resumed request (preempted by
+        recompute) looks up all its full blocks, its own prompt and generated ones too: vLLM hashes every full block
+        of prompt and output (request.py ``append_output_token_ids`` → ``update_block_hashes``; ``allocate_slots``
+        caches up to ``min(computed + new, num_tokens)``), 0.19.0's connector stores them all (offloading/scheduler.py
+        ``_get_reqs_to_store``, up to ``min(computed + new, num_tokens)``) and ``get_num_new_matched_tokens`` looks the
+        request's ``block_hashes`` up from its GPU hit. The GPU hit is ``match``'s: the request's freed, hashed blocks
+        stay cached in the free queue until reused (block_pool.py ``free_blocks``)."""
+        B = self.block_size
+        if req.num_preemptions and self._per == 1:
+            end = min(req.num_tokens - 1, req.num_prompt_tokens) if self.host.prompt_only else req.num_tokens - 1
+            limit = end // B
+            return self._keys_range(req, 0, limit), limit, len(self.match(req)[0])
+        keys = self._keys(req)
+        limit = min(len(keys), (req.num_tokens - 1) // B)
+        return keys, limit, self.pool.cached_prefix_len(keys, limit)
 
     def account_load(self, req: SimRequest, start: int, n: int) -> float:
         """Count the load of blocks ``start … start + n − 1`` of ``req`` from the host tier; its time, s."""
