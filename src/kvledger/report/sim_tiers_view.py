@@ -13,7 +13,7 @@ from kvledger.report.tier_verdict import tier_verdict_line
 if TYPE_CHECKING:
     from kvledger.analyses.serving.sim_tier_report import SimTierReport
 
-__all__ = ["render_sim_tiers", "session_shape_line"]
+__all__ = ["render_sim_tiers", "session_shape_line", "resume_line"]
 
 
 def session_shape_line(w: dict) -> str:
@@ -46,8 +46,10 @@ def _rows(r: TierRow) -> list[tuple[str, str]]:
         bw = f"{r.load_bandwidth_bytes_per_s / 1e9:,.2f} GB/s"
         held = f"{r.peak_units:,} / {r.capacity_units:,} {r.unit_name}s × {r.unit_tokens:,} tokens"
     unserved = r.unserved_tokens or 0  # loads evicted before admission and recomputed (load_hold.py)
+    resumed = r.loaded_tokens - r.hit_tokens - unserved  # resumes' reloads (resume_stats.py)
+    parts = f"{r.hit_tokens:,} + {unserved:,}" + (f" + {resumed:,} on resume" if resumed else "")
     return out + [("tokens loaded (served + unserved)", f"{r.loaded_tokens:,}"
-                   + (f" ({r.hit_tokens:,} + {unserved:,})" if unserved else "")),
+                   + (f" ({parts})" if unserved or resumed else "")),
                   ("bytes loaded (served + unserved)", f"{r.loaded_bytes / 2**30:,.2f} GiB"),
                   ("load time (Σ, served + unserved)", f"{r.load_s:.3f} s"),
                   (BW, bw),
@@ -66,6 +68,8 @@ def render_sim_tiers(rep: SimTierReport, console, sessions: bool = True, workloa
     for i, (name, _) in enumerate(cols[0]):
         t.add_row(name, *(c[i][1] for c in cols))
     console.print(t)
+    if rep.resume is not None:
+        console.print(resume_line(rep.resume))
     a, b = rep.ttft_s_with_tier, rep.ttft_s_without_tier
     t = table("TTFT with and without the host tier (the same run simulated twice)", "figure", "with the tier",
               "without")
@@ -77,3 +81,12 @@ def render_sim_tiers(rep: SimTierReport, console, sessions: bool = True, workloa
         console.print("Host-tier rules: " + "; ".join(f"{k} {v.get('value', '')} ({v['source']})".replace("  ", " ")
                                                       for k, v in rep.rules.items()))
     console.print(tier_verdict_line(rep.judgment, sessions, workload).replace(" (simulated below)", ""))
+
+
+def resume_line(r) -> str:
+    """Where the KV of preempted requests came from when they resumed (``ResumeStats``), tokens, per tier."""
+    lost = f" ({r.host_unserved_tokens:,} of them loaded, then evicted before use)" if r.host_unserved_tokens else ""
+    return (f"on resume after preemption ({r.resumes:,} resumes, {r.resume_tokens:,} tokens of prompt + generated "
+            f"KV): {r.hbm_hit_tokens:,} found in HBM's prefix cache, {r.host_reloaded_tokens:,} reloaded from the "
+            f"host tier, {r.recomputed_tokens:,} recomputed{lost} (vLLM looks a resumed request up again in HBM and "
+            "the KV connector; not in the hit rates above, which count first arrivals)")

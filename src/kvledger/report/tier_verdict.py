@@ -17,10 +17,16 @@ def tier_verdict_line(j, sessions: bool = True, workload: str = "") -> str:
         return _join(f"The host tier helps this workload's TTFT: {_cuts(j)}, each cut over the "
                      f"{j['ttft_noise']:.0%} kvledger takes for the two runs' noise, though it served only "
                      f"{j['host_hit_rate']:.2%} of prompt tokens (simulated below)", pressure)
+    if j["helps"] and j["host_hit_rate"] < j["threshold"] and j.get("resume_reloaded_tokens"):  # resumes only
+        cut = f"; TTFT {_cuts(j)}" if j.get("ttft_better") else ""
+        return _join(f"The host tier helps this workload on resume after preemption: it reloaded "
+                     f"{j['resume_reloaded_tokens']:,} of the {j['resume_tokens']:,} tokens the resumed requests "
+                     f"needed back ({j['resume_recomputed_tokens']:,} recomputed){cut}, though it served only "
+                     f"{j['host_hit_rate']:.2%} of prompt tokens at first arrival (simulated below)", pressure)
     if j["helps"]:
         cut = f"; TTFT {_cuts(j)}" if j.get("ttft_better") else ""
         return _join(f"The host tier helps this workload: it serves {j['host_hit_rate']:.1%} of prompt tokens that "
-                     f"HBM had evicted{cut} (simulated below)", pressure)
+                     f"HBM had evicted{_resumed(j)}{cut} (simulated below)", pressure)
     if j.get("adds_hits") and j.get("ttft_worse"):
         t = j["ttft_s"]
         worse = ", ".join(f"{q} {t[q]['with_tier']:,.3g} s with it against {t[q]['without_tier']:,.3g} s without"
@@ -29,7 +35,7 @@ def tier_verdict_line(j, sessions: bool = True, workload: str = "") -> str:
                      f"tokens that HBM had evicted, but TTFT {worse}: its loads cost more than the recompute they "
                      "save, or the run queues either way (simulated below)", pressure)
     head = (f"The host tier does not help this workload: it served {j['host_hit_rate']:.2%} of prompt tokens "
-            f"(under {j['threshold']:.0%})")
+            f"(under {j['threshold']:.0%}){_resumed(j)}")
     turn = "turn" if sessions else "request"
     if j["cause"] == "no_reuse":
         return f"{head}; no {turn} reused an earlier prefix."
@@ -41,6 +47,14 @@ def tier_verdict_line(j, sessions: bool = True, workload: str = "") -> str:
             return _join(fits, pressure, _advice(j, sessions))
         return _join(f"{fits}. It would help with {_more_hint(sessions, workload)}", pressure)
     return _join(f"{head}; {_split(j, turn)}", pressure, _advice(j, sessions))
+
+
+def _resumed(j) -> str:
+    """The reloads of requests resumed after preemption, a clause (empty without any)."""
+    if not j.get("resume_reloaded_tokens"):
+        return ""
+    return (f", and reloaded {j['resume_reloaded_tokens']:,} tokens for requests resumed after preemption (of "
+            f"{j['resume_tokens']:,} they needed back; {j['resume_recomputed_tokens']:,} recomputed)")
 
 
 def _cuts(j) -> str:

@@ -90,7 +90,10 @@ def tier_judgment(stats, ttft_s_with: dict[str, float] | None = None, ttft_s_wit
     ``wasted_loads``: the tiers that read more tokens they never served than tokens they served. ``overload``: the
     run's overload record (``queue_growth.run_overload``) in figures, None if it kept up.
     """
-    adds = stats.host_hit_rate >= NEGLIGIBLE_HOST_HIT_RATE
+    resume = _resume(stats)
+    # first-arrival hits, or reloads on resume after preemption (resume_stats.py) over the same share of prompt tokens
+    adds = stats.host_hit_rate >= NEGLIGIBLE_HOST_HIT_RATE or resume.get("resume_reload_share", 0.0) >= \
+        NEGLIGIBLE_HOST_HIT_RATE
     loads = _tier_loads(stats)
     reuse = _reuse(stats, reusable_tokens, loads)
     if not max(reuse["reused_tokens"], reusable_tokens or 0):
@@ -112,7 +115,7 @@ def tier_judgment(stats, ttft_s_with: dict[str, float] | None = None, ttft_s_wit
                       "unit_tokens": host_unit[1] if host_unit else None,
                       "evicted_wanted_units": getattr(stats, "evicted_wanted_units", None)} if evicted else None,
         "wasted_loads": [t for t in loads if t["unserved_tokens"] > t["served_tokens"]],
-        "overload": _overload_summary(overload)}
+        "overload": _overload_summary(overload), **resume}
     if ttft_s_with is not None and ttft_s_without is not None:
         out.update(_ttft(adds, ttft_s_with, ttft_s_without))
     return out
@@ -129,3 +132,15 @@ def _ttft(adds: bool, with_s: dict[str, float], without_s: dict[str, float]) -> 
             "ttft_worse_tolerance": TTFT_WORSE_TOLERANCE, "ttft_better": better, "ttft_noise": TTFT_NOISE,
             "ttft_s": {q: {"with_tier": with_s[q], "without_tier": without_s[q]} for q in ("mean", "p50", "p90")
                        if q in with_s and q in without_s}}
+
+
+def _resume(stats) -> dict[str, Any]:
+    """What requests resumed after preemption got back from the host tier (``TierStats.resume``), tokens, with the
+    reload's share of the prompt tokens at first admission (the hit rates' denominator); {} without a resume."""
+    r = getattr(stats, "resume", None)
+    if r is None:
+        return {}
+    q = getattr(stats, "prompt_tokens", 0)
+    return {"resume_tokens": r.resume_tokens, "resume_reloaded_tokens": r.host_reloaded_tokens,
+            "resume_recomputed_tokens": r.recomputed_tokens,
+            "resume_reload_share": r.host_reloaded_tokens / q if q else 0.0}

@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # the types only: ``kvledger.api`` exports these records with
     from kvledger.dynamics.engine.offload import HostTier
     from kvledger.dynamics.offload_sim import DiskStats, TierStats
     from kvledger.dynamics.outputs.metrics import LatencyStats
+    from kvledger.dynamics.resume_stats import ResumeStats
 
 __all__ = ["SimTierReport", "SimHostTier", "TierRow", "HbmTierRow", "HostTierRow", "StorageTierRow", "tier_rows"]
 
@@ -24,7 +25,9 @@ class SimHostTier:
     """The simulated host tier (``dynamics.engine.offload.HostTier``'s settings) and its unit: capacity_units per
     replica (count of unit_name: block, chunk or segment, of unit_tokens tokens each), bytes_per_token (B),
     read_bytes_per_s / write_bytes_per_s (B/s), the disk and remote tiers below it (units, B/s; 0: none),
-    load_in_step (LMCache's loads in the step that schedules the request: vLLM before 0.33.0), replicas."""
+    load_in_step (LMCache's loads in the step that schedules the request: vLLM before 0.33.0), prompt_only (vLLM's
+    native connector from 0.23.0 offloads prompt blocks only: a resumed request reloads no generated block),
+    replicas."""
 
     capacity_units: int
     bytes_per_token: float
@@ -39,6 +42,7 @@ class SimHostTier:
     remote_capacity_units: int
     remote_read_bytes_per_s: float
     load_in_step: bool
+    prompt_only: bool
     unit_tokens: int
     unit_name: str
     replicas: int
@@ -112,9 +116,11 @@ def tier_rows(s: TierStats, unit_tokens: int, unit_name: str) -> tuple[TierRow, 
     """The rows of ``s`` (the simulator's tier figures): HBM, host DRAM, then the disk and remote tiers where run."""
     unit = {"unit_tokens": unit_tokens, "unit_name": unit_name}
     host_unserved = s.host_unserved_tokens or 0
+    # the resumes' reloads (resume_stats.py) are loads too, not hits at first arrival
+    resumed = s.resume.host_reloaded_tokens + s.resume.host_unserved_tokens if s.resume is not None else 0
     rows: list[TierRow] = [
         HbmTierRow("hbm", s.hbm_hit_rate, s.hbm_hit_tokens, 0, 0.0, 0.0),
-        HostTierRow("host_dram", s.host_hit_rate, s.host_hit_tokens, s.host_hit_tokens + host_unserved,
+        HostTierRow("host_dram", s.host_hit_rate, s.host_hit_tokens, s.host_hit_tokens + host_unserved + resumed,
                     s.loaded_bytes, s.host_load_s, s.load_bandwidth_bytes_per_s, **unit,
                     capacity_units=s.host_capacity_units, peak_units=s.peak_host_units, stored_units=s.stored_units,
                     evicted_units=s.evicted_units, stores_skipped=s.stores_skipped,
@@ -146,9 +152,11 @@ class SimTierReport:
         judgment: whether the tier adds hits, and why not (``analyses.judgments.offload_verdict.tier_judgment``: the
             workload's reusable prefix tokens, the run's overload).
         rules: the host tier's opt-in rules in the run, with their sources (``sim_rules``; None: none on).
+        resume: what preempted requests got back per tier when they resumed (``TierStats.resume``; None: no
+            preemption, or SGLang's tier).
     """
 
-    __json_optional__ = ("rules",)
+    __json_optional__ = ("rules", "resume")
 
     engine: str
     engine_version: str
@@ -163,6 +171,7 @@ class SimTierReport:
     judgment: dict[str, Any]
     occupancy_units: tuple[tuple[float, int], ...] = field(default_factory=tuple)
     rules: dict[str, Any] | None = None
+    resume: ResumeStats | None = None
     source: str = "kvledger.dynamics.offload_sim.simulate_offload (the run with the tier and the same run without it)"
 
     def tier(self, name: str) -> TierRow | None:

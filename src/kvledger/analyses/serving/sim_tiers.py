@@ -134,7 +134,7 @@ def run_with_tier(setup: SimSetup, tiers: TierSettings, *, record_steps: bool = 
     rep = SimTierReport(engine, setup.plan.memory.engine_version, _rule(engine, tiers, host), tp,
                         SimHostTier.of(host, unit, name, setup.replicas), tier_rows(s, unit, name), s.prompt_tokens,
                         with_s, without_s, run.without_offload.summary.prefix_cache_hit_rate, judged, s.occupancy,
-                        rules=sim_rules(host))
+                        rules=sim_rules(host), resume=s.resume)
     return run.with_offload, rep
 
 
