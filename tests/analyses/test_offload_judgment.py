@@ -60,6 +60,33 @@ def test_the_tier_adds_nothing_when_hbm_holds_the_working_set():
     assert "--sessions" not in line and "--workload" not in line and "more requests in flight (--rate" in line
 
 
+
+def test_report_tier_hints_name_reports_flags():
+    # kvledger report's tier run is at the capacity rate its --slo and --target size: report takes no --rate,
+    # --rate-scale or --concurrency, so its hints name those two. The 400-block run above (HBM held 100% of the 1,024
+    # reusable tokens): "fits in HBM", the more-load hint; the overloaded stats of the next test: the advice
+    from types import SimpleNamespace
+
+    j = tier_judgment(_run(400), reusable_tokens=REUSABLE)
+    line = tier_verdict_line(j, sessions=False, report=True)
+    assert "HBM already held 100% of the 1,024 reusable prefix tokens" in line
+    assert "a looser --slo or a lower --target sizes a higher rate" in line
+    assert not any(f in line for f in ("--rate,", "--rate-scale", "--concurrency", "--sessions"))
+    stats = SimpleNamespace(prompt_tokens=20_000, hbm_hit_tokens=990, host_hit_tokens=10, host_hit_rate=0.0005,
+                            evicted_units=0, peak_host_units=10, host_capacity_units=2048, host_unserved_tokens=None,
+                            loaded_bytes=1310720.0, disk=None, remote=None)
+    overload = {"kind": "queue_growth", "arrived_per_s": 12.0, "finished_per_s": 9.0, "backlog_mid": 300,
+                "backlog_last": 700, "note": "…"}
+    over = tier_verdict_line(tier_judgment(stats, reusable_tokens=10_000, overload=overload), sessions=False,
+                             report=True)
+    # 12/s arrived, 9/s finished, the backlog 300 → 700: overload leads the advice, in report's flags
+    assert "requests arrived at 12/s and finished at 9/s, the backlog growing 300 → 700" in over
+    assert "Serve fewer requests in flight per replica (a stricter --slo or a higher --target sizes a lower" in over
+    assert "simulate --replicas" not in over and "--rate-scale" not in over and "--concurrency" not in over
+    # simulate keeps its own words for the same judgment
+    assert "lower --rate, --rate-scale or --concurrency" in tier_verdict_line(
+        tier_judgment(stats, reusable_tokens=10_000, overload=overload), sessions=False)
+
 def test_recomputed_reusable_tokens_count_against_hbm():
     # the user's report: HBM 990 hits, host 10 and the old share 990 / (990 + 10) = 99% "fits in HBM" although
     # 9,000 of 10,000 reusable tokens were recomputed: HBM's share of the reusable ones is 990 / 10,000 = 9.9%

@@ -2,7 +2,8 @@
 (the run with the tiers the flags give, ``simulate``'s tier run), and for a document pool the shares expected by
 Che's LRU formula and by replaying the run's draw through an LRU (``analyses/serving/doc_pool_hits.py``), with TTFT
 and the share within the SLO with and without the tiers. The words are ``simulate``'s: its tier verdict
-(``tier_verdict.tier_verdict_line``) and its document-pool note (``doc_pool_hits.pool_note``)."""
+(``tier_verdict.tier_verdict_line``, its hints in report's flags) and its document-pool note
+(``doc_pool_hits.pool_note``)."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def _with_without(sec: dict[str, Any]) -> str:
             f"{wo['p50'] * 1e3:,.1f} ms and {wo['p90'] * 1e3:,.1f} ms without (the same run simulated twice); "
             f"{sec['with_tier']['attainment']:.1%} of requests within the SLO against "
             f"{sec['without_tier']['attainment']:.1%} in the priced run without them. "
-            + tier_verdict_line(t["judgment"], sessions=False).replace(" (simulated below)", "") + " "
+            + tier_verdict_line(t["judgment"], sessions=False, report=True).replace(" (simulated below)", "") + " "
             + f"Tier rule: {t['engine']} {t['engine_version']}: {t['rule']}.")
 
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 __all__ = ["tier_verdict_line"]
 
 
-def tier_verdict_line(j, sessions: bool = True, workload: str = "") -> str:
+def tier_verdict_line(j, sessions: bool = True, workload: str = "", report: bool = False) -> str:
     """The answer first: whether the host tier adds prefix hits on this workload, and why not when it does not
     (``sessions``: a session workload, whose flags the hint names; else a trace, whose load flags it names;
-    ``workload``: the session preset, so an agent run is not told to try agent sessions); then what strained the
-    tiers (host tier full, loads unused, the engine overloaded) when reusable tokens were recomputed or the run
-    queued."""
+    ``workload``: the session preset, so an agent run is not told to try agent sessions; ``report``: ``kvledger
+    report``'s tier run, whose load is the capacity rate its --slo and --target size, so the hint names those, not
+    simulate's --rate or --concurrency); then what strained the tiers (host tier full, loads unused, the engine
+    overloaded) when reusable tokens were recomputed or the run queued."""
     pressure = _pressure(j)
     if j["helps"] and not j.get("adds_hits", True):  # under 1% of prompt tokens, yet TTFT cut beyond the noise
         return _join(f"The host tier helps this workload's TTFT: {_cuts(j)}, each cut over the "
@@ -44,9 +45,9 @@ def tier_verdict_line(j, sessions: bool = True, workload: str = "") -> str:
     if j["cause"] == "fits_in_hbm":
         fits = f"{head}; {_fits(j, turn, sessions)}"
         if j.get("overload"):  # more in flight would only queue longer
-            return _join(fits, pressure, _advice(j, sessions))
-        return _join(f"{fits}. It would help with {_more_hint(sessions, workload)}", pressure)
-    return _join(f"{head}; {_split(j, turn)}", pressure, _advice(j, sessions))
+            return _join(fits, pressure, _advice(j, sessions, report))
+        return _join(f"{fits}. It would help with {_more_hint(sessions, workload, report)}", pressure)
+    return _join(f"{head}; {_split(j, turn)}", pressure, _advice(j, sessions, report))
 
 
 def _resumed(j) -> str:
@@ -126,11 +127,20 @@ def _overloaded(o) -> str:
             "sent): the engine was overloaded")
 
 
-def _advice(j, sessions: bool) -> str:
+#: report's load words: its tier run is at the capacity rate, which --slo and --target size (a stricter SLO or a
+#: higher target share: a lower rate per replica, and more replicas for the same volume)
+_REPORT_LOAD = "requests in flight per replica (a stricter --slo or a higher --target sizes a lower rate per replica)"
+
+
+def _advice(j, sessions: bool, report: bool = False) -> str:
     """What to change, by the strongest strain: overload first (a queueing engine churns HBM and no tier keeps
-    up), then a full host tier, then loads evicted before use (``sessions``: a session run, whose flags it names)."""
-    load = "sessions per replica (lower --sessions or --session-rate)" if sessions else \
+    up), then a full host tier, then loads evicted before use (``sessions``: a session run, whose flags it names;
+    ``report``: report's tier run, whose rate --slo and --target size)."""
+    load = "sessions per replica (lower --sessions or --session-rate)" if sessions else _REPORT_LOAD if report else \
         "requests in flight per replica (lower --rate, --rate-scale or --concurrency)"
+    if j.get("overload") and report:
+        return (f"Serve fewer {load}: the report then counts more replicas for the volume. Do that before sizing the "
+                "tier: while the engine queues, HBM churns and the tier's loads wait behind the queue")
     if j.get("overload"):
         more = "simulate --replicas N --router session_affinity; offload --compare-replicas N" if sessions else \
             "simulate --replicas N"
@@ -145,8 +155,12 @@ def _advice(j, sessions: bool) -> str:
     return ""
 
 
-def _more_hint(sessions: bool, workload: str) -> str:
+def _more_hint(sessions: bool, workload: str, report: bool = False) -> str:
     longer = "" if workload == "agent" else " or longer sessions (--workload agent)"
+    if report:
+        return ("more requests in flight per replica (a looser --slo or a lower --target sizes a higher rate), whose "
+                "prefixes HBM cannot keep, or a workload (--trace, --document-pool) whose shared prefixes come back "
+                "after HBM has evicted them.")
     if sessions:
         return f"more sessions in flight (--sessions, --session-rate){longer}, whose prefixes HBM cannot keep."
     return ("more requests in flight (--rate, --rate-scale or --concurrency), whose prefixes HBM cannot keep, or a "
