@@ -37,12 +37,16 @@ def test_the_capability_tests_by_release(ver, capability, block):
     ((0, 14, 1), 100, 128, 128),  # before 0.15 the width is not tested: CUTLASS_MLA
     ((0, 16, 0), 120, 128, 16),  # SM 12.0 is outside the family and FlashMLA's SM 9.x
     ((0, 18, 0), 100, 192, 128), ((0, 18, 1), 103, 256, 128),  # 0.18 selector: FLASHINFER_MLA refuses, CUTLASS_MLA
+    # 0.19.0 and 0.33.0: FLASHINFER_MLA admits 64, 128, 192 only (supports_combination), so a width of 256 or 96 falls
+    # to CUTLASS_MLA, kernel block [128] (0.33.0's TOKENSPEED_MLA between them takes qk_nope_head_dim 128 only)
+    ((0, 19, 0), 100, 256, 128), ((0, 33, 0), 103, 96, 128),
 ])
 def test_the_qk_nope_head_dim_test_by_release(ver, capability, nope, block):
     assert blackwell_mla_block(ver, capability, nope)[0] == block
 
 
 @pytest.mark.parametrize("ver,capability,nope", [((0, 10, 1), 100, 128), ((0, 19, 0), 100, 192), ((0, 12, 0), 90, 128),
+                                                 ((0, 33, 0), 100, 192), ((0, 19, 0), 120, 256),
                                                  ((0, 12, 0), None, 128), ((0, 18, 0), 100, 128),
                                                  ((0, 18, 0), 100, 64), ((0, 18, 0), 120, 192)])
 def test_outside_the_releases_and_gpus_read_it_says_nothing(ver, capability, nope):

@@ -9,6 +9,7 @@ from kvledger.accounting.kvlayout_packed import DSV4_BLOCK_SIZE
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.vllm_mla_blackwell import blackwell_mla_block
 from kvledger.accounting.vllm_mla_fp8 import hopper_mla_fp8_block
+from kvledger.accounting.vllm_mla_given import given_mla_block
 from kvledger.accounting.vllm_sparse_mla import SPARSE_MLA_BLOCK_SIZE, sparse_mla_choice, sparse_mla_layer, wheel_read
 from kvledger.catalog.layers import MLAAttention, StateLayer
 from kvledger.catalog.modelspec import ModelSpec
@@ -19,24 +20,25 @@ __all__ = ["vllm_block_size", "dsv4_block_size", "dsv4_reservation_note", "mamba
 
 def vllm_block_size(model: ModelSpec, s: PlanSettings, ver, arch: str, dsv4: bool,
                     capability: int | None = None) -> tuple[int, str]:
-    """(block size, where it came from): the user's, DeepSeek-V4's only one, or vLLM's default for the backend
+    """(block size, where it came from): the user's (for dense MLA on vLLM ≤0.17.1 the one the MLA backend forces
+    where it does not take the user's: ``vllm_mla_given``), DeepSeek-V4's only one, or vLLM's default for the backend
     (``capability``: the GPU's exact compute capability, for the rules that test one: ``vllm_mla_blackwell``)."""
     if dsv4:
         block = dsv4_block_size(ver, s.block_size)
         if s.disable_hybrid_kv_cache_manager:
             raise InputError(N.DSV4_NO_UNIFIED)
         return block
-    if s.block_size:
-        return s.block_size, "given"
+    mla = any(isinstance(layer, MLAAttention) for layer in model.layers)
+    dense = mla and not any(map(sparse_mla_layer, model.layers))  # sparse MLA unread for this version: rule as was
+    nope = next((layer.qk_nope_head_dim for layer in model.layers if isinstance(layer, MLAAttention)), 0)
+    if s.block_size:  # vLLM ≤0.17.1 replaces a size the MLA backend's kernels do not take (vllm_mla_given)
+        return given_mla_block(ver, arch, capability, nope, s.block_size) if dense else (s.block_size, "given")
     sparse = sparse_mla_choice(model, ver, arch, s.kv_cache_dtype, s.tp)
     if sparse is not None:
         return SPARSE_MLA_BLOCK_SIZE, (f"vLLM {wheel_read(ver)} sparse MLA: {sparse.backend} takes multiples of 64 "
                                        "and the indexer cache exactly 64 (platforms/interface.py "
                                        "_preferred_block_size_for_backends, v1/attention/backends/mla/indexer.py)")
-    mla = any(isinstance(layer, MLAAttention) for layer in model.layers)
-    dense = mla and not any(map(sparse_mla_layer, model.layers))  # sparse MLA unread for this version: rule as was
     fp8 = hopper_mla_fp8_block(ver, arch, s.kv_cache_dtype) if dense else None
-    nope = next((layer.qk_nope_head_dim for layer in model.layers if isinstance(layer, MLAAttention)), 0)
     blackwell = blackwell_mla_block(ver, capability, nope) if dense else None
     return fp8 or blackwell or R.default_block_size(ver, mla, arch)
 

@@ -1,6 +1,6 @@
-"""The block size vLLM 0.10.2–0.18.1 give for a dense MLA model on Blackwell-generation GPUs when ``--block-size`` is
-not given: CUTLASS_MLA's 128 or FLASHINFER_MLA's 64 on the capabilities their tests admit, else the default 16; in
-0.18 CUTLASS_MLA's 128 where FLASHINFER_MLA refuses the model's ``qk_nope_head_dim``.
+"""The block size vLLM (from 0.10.2) gives a dense MLA model on Blackwell-generation GPUs when ``--block-size`` is not
+given: CUTLASS_MLA's 128 or FLASHINFER_MLA's 64 on the capabilities their tests admit, else the default 16; from 0.18
+CUTLASS_MLA's 128 where FLASHINFER_MLA refuses the model's ``qk_nope_head_dim``.
 
 Read in ``platforms/cuda.py::CudaPlatform.check_and_update_config`` (MLA, no attention backend given):
 
@@ -23,7 +23,12 @@ Read in ``platforms/cuda.py::CudaPlatform.check_and_update_config`` (MLA, no att
   ``AttentionBackend.get_preferred_block_size`` (the default 16 if supported, else the smallest kernel size):
   FLASHINFER_MLA (kernel sizes [32, 64]; ``supports_combination`` admits ``qk_nope_head_dim`` 64 or 128) → 32, the
   value ``vllm_rules.default_block_size`` gives; another width falls to CUTLASS_MLA (kernel size [128]) → 128, which
-  this module gives. 0.19.0's FLASHINFER_MLA admits 64, 128 and 192; from 0.19 ``default_block_size`` rules.
+  this module gives. 0.19.0's FLASHINFER_MLA admits 64, 128 and 192 ("FlashInfer MLA kernel requires
+  qk_nope_head_dim in [64, 128, 192]", ``v1/attention/backends/mla/flashinfer_mla.py::supports_combination``), and
+  another width still falls to CUTLASS_MLA's 128 (the major-10 list FLASHINFER_MLA, CUTLASS_MLA, … in 0.19.0; 0.33.0
+  puts TOKENSPEED_MLA between them, which takes DeepSeek-R1's widths only: qk_nope_head_dim 128, so it refuses the
+  same widths; CUTLASS_MLA's kernel block is [128] in both). Read in 0.19.0 and 0.33.0; the releases between are
+  taken as those two.
 
 Where ``use_sparse`` (DeepSeek-V3.2's ``index_topk``) the block is 64 (``vllm_sparse_mla``), so only dense MLA reaches
 this rule. Releases before 0.10.2 were not read.
@@ -35,19 +40,25 @@ __all__ = ["CUTLASS_MLA_BLOCK_TOKENS", "FLASHINFER_MLA_BLOCK_TOKENS", "BLACKWELL
 
 CUTLASS_MLA_BLOCK_TOKENS = 128
 """CUTLASS_MLA's forced block size, tokens."""
-BLACKWELL_MLA_READ = ((0, 10, 2), (0, 19, 0))
-"""[first, end) of the releases this rule was read for."""
+BLACKWELL_MLA_READ = ((0, 10, 2), (99, 0, 0))
+"""[first, end) of the releases this rule applies to (read 0.10.2–0.19.0 and 0.33.0)."""
 _FAMILY_FROM = (0, 13, 0)  # is_device_capability_family(100) replaces is_device_capability(100)
 _FLASHINFER_FROM = (0, 15, 0)  # FLASHINFER_MLA first on the family when qk_nope_head_dim == 128
 FLASHINFER_MLA_BLOCK_TOKENS = 64
 """The block FLASHINFER_MLA's check forces the default 16 to (0.15.0–0.17.1), tokens."""
 _SELECTOR_FROM = (0, 18, 0)  # no forcing: the selected backend's preferred block (update_block_size_for_backend)
+_WIDTH_192_FROM = (0, 19, 0)  # FLASHINFER_MLA's supports_combination admits qk_nope_head_dim 192 too
+
+
+def flashinfer_mla_widths(ver: tuple[int, int, int]) -> tuple[int, ...]:
+    """The ``qk_nope_head_dim`` values FLASHINFER_MLA's ``supports_combination`` admits from vLLM 0.18."""
+    return (64, 128, 192) if ver >= _WIDTH_192_FROM else (64, 128)
 
 
 def blackwell_mla_block(ver: tuple[int, int, int], capability: int | None,
                         qk_nope_head_dim: int = 0) -> tuple[int, str] | None:
     """(block size, why) for dense MLA on a GPU of compute capability ``capability`` (major × 10 + minor) whose major
-    is 10 or 12, in vLLM 0.10.2–0.18.1, for a model whose config's ``qk_nope_head_dim`` is ``qk_nope_head_dim`` (0:
+    is 10 or 12, from vLLM 0.10.2, for a model whose config's ``qk_nope_head_dim`` is ``qk_nope_head_dim`` (0:
     unknown, read as vLLM's ``getattr`` default 1); None elsewhere (other releases and GPUs:
     ``vllm_rules.default_block_size``)."""
     first, end = BLACKWELL_MLA_READ
@@ -55,9 +66,11 @@ def blackwell_mla_block(ver: tuple[int, int, int], capability: int | None,
         return None
     v, sm = ".".join(map(str, ver)), f"SM {capability // 10}.{capability % 10}"
     if ver >= _SELECTOR_FROM:
-        if capability // 10 != 10 or qk_nope_head_dim in (64, 128):
+        widths = flashinfer_mla_widths(ver)
+        if capability // 10 != 10 or qk_nope_head_dim in widths:
             return None  # FLASHINFER_MLA's preferred 32 on SM 10.x; 16 on 12.x: vllm_rules.default_block_size
-        return CUTLASS_MLA_BLOCK_TOKENS, (f"vLLM {v} on {sm}: FLASHINFER_MLA needs qk_nope_head_dim 64 or 128, not "
+        need = " or ".join(map(str, widths))
+        return CUTLASS_MLA_BLOCK_TOKENS, (f"vLLM {v} on {sm}: FLASHINFER_MLA needs qk_nope_head_dim {need}, not "
                                           f"{qk_nope_head_dim or 1}, so the selector takes CUTLASS_MLA, whose only "
                                           f"kernel block is {CUTLASS_MLA_BLOCK_TOKENS} (update_block_size_for_backend)")
     family = ver >= _FAMILY_FROM
