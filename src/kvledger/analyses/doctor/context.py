@@ -20,15 +20,14 @@ from kvledger.accounting.settings import make_settings
 from kvledger.accounting.vllm_rules import era, parse_version, printed_capacity_lines
 from kvledger.analyses.doctor.checks import check_capacity, check_log_values, check_setting, printed_figures
 from kvledger.analyses.doctor.launch_len import auto_len_notes, read_launch_len
-from kvledger.analyses.doctor.log_gpu import resolve_log_gpu
 from kvledger.analyses.doctor.log_model import resolve_log_model
+from kvledger.analyses.doctor.stand_in import log_or_profile_gpu, stand_in_gpu
 from kvledger.analyses.doctor.version_from_weights import weights_release_note
-from kvledger.catalog.gpus import GpuSpec, custom_gpu
+from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
 from kvledger.evidence.vllm_log import VllmLog
 from kvledger.ranges import check_options
-from kvledger.units import GiB
 
 __all__ = ["LAUNCH_NOTE", "DoctorContext", "build_context", "plan_with", "log_blocks", "printed_figures",
            "stand_in_gpu"]
@@ -178,19 +177,6 @@ def plan_with(model: ModelSpec, gpu: GpuSpec, settings: dict[str, Any], **overri
         return str(err)
 
 
-def stand_in_gpu(log: VllmLog, gpu: GpuSpec | None, settings: dict[str, Any]) -> GpuSpec:
-    """The GPU for plans that take the KV budget or the block count from the log: the given one, else a stand-in
-    whose total is (available KV + weights) ÷ utilization when the log prints them (a lower bound), else 80 GiB.
-    Its total only picks vLLM's default batch limits for those plans."""
-    if gpu is not None:
-        return gpu
-    st = log.startup
-    util = settings.get("gpu_memory_utilization") or 0.9
-    known = (st.available_kv_bytes or 0) + (st.weights_bytes or 0)
-    total = min(max(int(known / util), 1 << 30), 1 << 45) if known else 80 * GiB  # within custom_gpu's plausible range
-    return custom_gpu("unknown GPU (stand-in)", total, 1e12, 1e14)
-
-
 def log_blocks(log: VllmLog, plan: Plan | None) -> tuple[int | None, int | None, str]:
     """The log's block count (low, high) and how it was found: printed, the override, or inverted from the
     printed "GPU KV cache size" under this version's rule (docs/engine-model.md §1.7) using the plan's layout."""
@@ -252,10 +238,10 @@ def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = N
     check_options("doctor", {"replicas": replicas, "prefix_share": prefix_share, **launch},
                   {k: _FLAGS[k] for k in launch})  # kvledger.ranges
     spec, msrc, stood_in = resolve_log_model(log, model)
-    g, gsrc, known = resolve_log_gpu(log, gpu)
+    kw, src, notes = _settings(log, engine_version, launch)
+    g, gsrc, known = log_or_profile_gpu(log, gpu, kw)  # no device total printed: the memory profile's (stand_in.py)
     device_source = f"{g.name}, --gpu {gpu}" if gpu and g else gsrc.split(";")[0]
     check_log_values(log, g.memory_bytes if g is not None else None, device_source)
-    kw, src, notes = _settings(log, engine_version, launch)
     notes += auto_len_notes(kw, src, auto)
     notes += [stood_in] if stood_in else []
     plans: list[Plan | None] = [None, None, None]
