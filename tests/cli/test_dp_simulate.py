@@ -50,7 +50,7 @@ def test_text_names_the_lockstep_and_is_deterministic():
     (("deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--pp", "2", "-dp", "8", "--enable-expert-parallel"),
      "DP ranks with pipeline stages are not modelled"),
     (("deepseek-ai/DeepSeek-V3", "--gpu", "H200", "-dp", "8"), "without --enable-expert-parallel"),
-    (("deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--enable-dp-attention"), "SGLang's DP attention is planned"),
+    (("deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--enable-dp-attention"), "needs --enable-dp-attention with"),
     (("deepseek-ai/DeepSeek-V3", "--gpu", "H200", "-dp", "8", "--enable-expert-parallel", "--policy", "sglang"),
      "with --policy sglang"),
     (("deepseek-ai/DeepSeek-V3", "--gpu", "H200", "-dp", "8", "--enable-expert-parallel", "--replicas", "2"),

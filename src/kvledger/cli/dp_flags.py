@@ -1,8 +1,9 @@
 """The parallelism flags of the simulator-based commands beyond TP (``kvledger plan`` models their memory:
 accounting/dp_attention.py): ``simulate``, ``goodput``, ``cost`` and ``report`` simulate vLLM's DP ranks of a MoE
-model in lock-step (``SimDataParallelFlags``, through :func:`with_dp`; analyses/serving/sim_dp.py) and refuse SGLang's
-DP attention; ``simulate``, ``goodput --simulate`` and ``cost --simulate`` simulate vLLM's pipeline stages
-(analyses/serving/sim_pp.py), ``report`` refuses them; ``search`` takes a DP axis (``SearchDataParallelFlags``)."""
+model in lock-step (``SimDataParallelFlags``, through :func:`with_dp`; analyses/serving/sim_dp.py); ``simulate`` also
+SGLang's DP attention (analyses/serving/sim_sglang_dp.py), the others refuse it; ``simulate``, ``goodput --simulate``
+and ``cost --simulate`` simulate vLLM's pipeline stages (analyses/serving/sim_pp.py), ``report`` refuses them;
+``search`` takes a DP axis (``SearchDataParallelFlags``)."""
 
 from __future__ import annotations
 
@@ -23,18 +24,26 @@ DP_REFUSAL = (
     "{flags}`, simulate vLLM's DP ranks with `kvledger simulate`, or run this command without them (--tp for one "
     "replica, --replicas for independent ones)")
 """The refusal, formatted with the flags given."""
+_SG_WORKS = ("simulate takes SGLang's DP attention as --engine sglang --tp N --ep-size N --enable-dp-attention "
+             "--dp-size N [--moe-a2a-backend none|deepep] (sim_sglang_dp.WORKS)")
 
 
 @dataclass(frozen=True, slots=True)
 class SimDataParallelFlags:
     """``kvledger simulate``'s parallelism beyond TP: vLLM's --data-parallel-size (simulated for a MoE model with
-    --enable-expert-parallel: sim_dp.py), SGLang's --enable-dp-attention (refused) and vLLM's --pp (sim_pp.py)."""
+    --enable-expert-parallel: sim_dp.py), SGLang's --enable-dp-attention with --moe-a2a-backend (simulate only:
+    sim_sglang_dp.py) and vLLM's --pp (sim_pp.py)."""
 
     data_parallel_size: int | None = flag("--data-parallel-size", "--dp-size", "-dp", help=(
         "vLLM's DP ranks of a MoE model (with --enable-expert-parallel): N engine cores on N × TP GPUs, each its own "
         "scheduler and KV pool, stepping in lock-step behind vLLM's load balancer."))
     enable_dp_attention: bool = flag("--enable-dp-attention", default=False, help=(
-        "SGLang's DP attention: not simulated (`kvledger plan` models its memory); refused here."))
+        "SGLang's DP attention (--engine sglang, with --dp-size N = --tp and --ep-size N; simulate only): N DP ranks "
+        "in lock-step, each its own scheduler and KV pool, routed round robin, the MoE layers over every rank's "
+        "tokens."))
+    moe_a2a_backend: str | None = flag("--moe-a2a-backend", help=(
+        "SGLang's MoE all-to-all backend under --enable-dp-attention (simulate): none (default: every rank's tokens "
+        "gathered) or deepep (dispatch and combine)."))
     pp: int | None = flag("--pp", "--pipeline-parallel-size", help=(
         "vLLM's pipeline stages, each --tp GPUs with its share of the layers and their KV: the release's pipeline "
         "loop (the V2 model runner from 0.23: N + 1 batches in flight, each request's decodes N steps apart; "
@@ -46,12 +55,6 @@ class SimDataParallelFlags:
         "(default: the version's); the release's own choices, others refused."))
 
     def __post_init__(self) -> None:
-        if self.enable_dp_attention:
-            raise InputError("--enable-dp-attention: SGLang's DP attention is planned (`kvledger plan --engine sglang "
-                             "--enable-dp-attention --dp-size N`: the weights per GPU, each rank's KV pool) but not "
-                             "simulated; `kvledger simulate` steps vLLM's DP ranks of a MoE model in lock-step "
-                             "(--data-parallel-size N --enable-expert-parallel), or one SGLang replica (--policy "
-                             "sglang without DP attention)")
         if self.pp is not None and self.pp < 1:
             raise InputError(f"--pp {self.pp}: give a stage count of at least 1")
         if self.data_parallel_size is not None and self.data_parallel_size < 1:
@@ -82,17 +85,20 @@ class SearchDataParallelFlags:
             raise InputError(DP_REFUSAL.format(flags="--enable-dp-attention"))
 
 
-def with_dp(args, dp: SimDataParallelFlags | None, refused_with: str | None = None):
+def with_dp(args, dp: SimDataParallelFlags | None, refused_with: str | None = None, dp_attention: bool = False):
     """``args`` (a ``SimRequestArgs``) with ``--data-parallel-size`` above 1, checked (``sim_dp.check_dp_request``):
     the one path simulate, goodput --simulate and cost --simulate take to vLLM's DP ranks in lock-step; ``args``
     unchanged without it. ``refused_with``: what the command runs that the lock-step simulation does not serve
-    (sessions, a host KV tier), refused with the DP ranks.
+    (sessions, a host KV tier), refused with the DP ranks. ``dp_attention``: the command simulates SGLang's DP
+    attention (simulate); refused otherwise.
 
     Raises:
         InputError: ``refused_with`` given, or what ``check_dp_request`` refuses.
     """
     import dataclasses
 
+    if dp is not None and (dp.enable_dp_attention or dp.moe_a2a_backend):
+        args = _with_dp_attention(args, dp, dp_attention)
     if dp is not None and dp.all2all_backend is not None:  # the memory plan's rows (accounting/vllm_all2all.py)
         args = dataclasses.replace(args, all2all_backend=dp.all2all_backend)
     if dp is not None and (dp.pp or 1) > 1:  # vLLM's pipeline stages (analyses/serving/sim_pp.py)
@@ -110,6 +116,19 @@ def with_dp(args, dp: SimDataParallelFlags | None, refused_with: str | None = No
     args = dataclasses.replace(args, data_parallel_size=n)
     check_dp_request(args)
     return args
+
+
+def _with_dp_attention(args, dp: SimDataParallelFlags, simulated: bool):
+    """``args`` with SGLang's DP attention and all-to-all backend (simulate: sim_sglang_dp.py), else refused."""
+    import dataclasses
+
+    if not simulated:
+        raise InputError("--enable-dp-attention: SGLang's DP attention is planned (`kvledger plan --engine sglang "
+                         "--enable-dp-attention --dp-size N`) and simulated by `kvledger simulate` only; drop it here")
+    if (dp.data_parallel_size or 1) == 1 or not dp.enable_dp_attention:
+        given = "--enable-dp-attention" if dp.enable_dp_attention else f"--moe-a2a-backend {dp.moe_a2a_backend}"
+        raise InputError(f"{given} needs --enable-dp-attention with --dp-size above 1: {_SG_WORKS}")
+    return dataclasses.replace(args, enable_dp_attention=True, moe_a2a_backend=dp.moe_a2a_backend)
 
 
 def _with_pp(args, dp: SimDataParallelFlags, refused_with: str | None):

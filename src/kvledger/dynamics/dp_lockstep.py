@@ -1,5 +1,6 @@
 """vLLM's data-parallel ranks of a MoE model (``--data-parallel-size N --enable-expert-parallel``): N replicas, each
-its own scheduler and KV pool, fed by the front end's load balancer and stepping in lock-step.
+its own scheduler and KV pool, fed by the front end's load balancer and stepping in lock-step. SGLang's DP attention
+runs the same loop (``accounting/sglang_dp_cost.py``), its requests dispatched round robin (``RoundRobinBalancer``).
 
 Routing (``v1/engine/core_client.py : DPLBAsyncMPClient.get_core_engine_for_request``, one API server: client_count 1,
 client_index 0): the client keeps a view of every rank's (waiting, running[, KV usage]) counts, replaced by the DP
@@ -33,7 +34,7 @@ from kvledger.dynamics.cluster import Arrivals
 from kvledger.dynamics.engine.request_state import SimRequest, admit_due
 from kvledger.dynamics.replica import Replica
 
-__all__ = ["STATS_INTERVAL_S", "DpBalancer", "balancer_rule", "run_lockstep"]
+__all__ = ["STATS_INTERVAL_S", "DpBalancer", "RoundRobinBalancer", "balancer_rule", "make_balancer", "run_lockstep"]
 
 STATS_INTERVAL_S = 0.1
 """The DP coordinator's ``min_stats_update_interval_ms`` (100 ms, coordinator.py in 0.19.0 and 0.33.0), s."""
@@ -80,6 +81,27 @@ class DpBalancer:
             self.start = (self.start + 1) % n
         self.routed[pick] += 1
         return pick
+
+
+class RoundRobinBalancer:
+    """SGLang 0.5.23's default DP dispatch (``--load-balance-method auto`` → ``round_robin`` outside PD
+    disaggregation: ``arg_groups/serving_hook.py :: handle_load_balance_method``):
+    ``managers/data_parallel_controller.py :: DataParallelController.round_robin_scheduler`` sends each request to
+    the next rank in turn, whatever the ranks' load. ``routed``: requests sent to each rank, count."""
+
+    def __init__(self, ranks: int) -> None:
+        self.counter, self.routed = 0, [0] * ranks
+
+    def __call__(self, ranks: list[Replica], req: SimRequest) -> int:
+        """The rank ``req`` goes to."""
+        pick = self.counter % len(ranks)
+        self.counter, self.routed[pick] = self.counter + 1, self.routed[pick] + 1
+        return pick
+
+
+def make_balancer(rule: str, ranks: int):
+    """The balancer of ``rule``: "sglang round_robin" (``RoundRobinBalancer``), else vLLM's (``DpBalancer``)."""
+    return RoundRobinBalancer(ranks) if rule == "sglang round_robin" else DpBalancer(rule, ranks)
 
 
 def run_lockstep(source, ranks: list[Replica], route: Callable, step_time_s: Callable,

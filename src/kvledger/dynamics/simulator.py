@@ -135,8 +135,8 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
             says when and why. None: run to the end.
         kv_manager_factory: builds replica ``i``'s KV manager from the settings (a KV tier below HBM,
             offload_sim.py); None → the one the settings select.
-        data_parallel_rule: DP ranks in lock-step, routed by this vLLM release's rule (dp_lockstep.py); ``cost``:
-            a ``LockstepStepCost``.
+        data_parallel_rule: DP ranks in lock-step, routed by this vLLM release's rule or SGLang's round robin
+            ("sglang round_robin": dp_lockstep.make_balancer); ``cost``: a ``LockstepStepCost``.
 
     The garbage collector is off for the run, process-wide (``gc.disable``); back on at its end or failure if it was on.
 
@@ -208,11 +208,12 @@ def _run_lockstep(requests, ranks: list[Replica], cost, rule: str, progress) -> 
                                                                                                   list[int]]]:
     """(the records, (the run's data-parallel facts, each record's rank: -1 where refused before routing)) of vLLM's
     DP ranks in lock-step (dp_lockstep.py); the records are in uid order, one per uid."""
-    from kvledger.dynamics.dp_lockstep import DpBalancer, run_lockstep
+    from kvledger.dynamics.dp_lockstep import make_balancer, run_lockstep
 
-    balancer, rank_of = DpBalancer(rule, len(ranks)), {}
+    balancer, rank_of = make_balancer(rule, len(ranks)), {}
     recs = run_lockstep(requests, ranks, balancer, cost.step_time_s, progress, rank_of)
-    facts = {"data_parallel_size": len(ranks), "balancing_rule": f"vLLM {rule}",
+    said = "SGLang 0.5.23 round_robin" if rule == "sglang round_robin" else f"vLLM {rule}"
+    facts = {"data_parallel_size": len(ranks), "balancing_rule": said,
              "requests_routed_per_rank": list(balancer.routed)}
     return recs, (facts, [rank_of.get(uid, -1) for uid in range(len(recs))])
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from kvledger.errors import InputError
 
-__all__ = ["DP_FROM", "check_dp_request", "lockstep_cost", "dp_note", "dp_figures"]
+__all__ = ["DP_FROM", "check_dp_request", "lockstep_cost", "lockstep_with_note", "dp_note", "dp_figures"]
 
 DP_FROM = (0, 19, 0)
 """The first vLLM release whose DP engine loop and balancing rule were read (0.19.0; also 0.26.0, 0.27.0, 0.33.0)."""
@@ -19,13 +19,16 @@ def check_dp_request(a: Any) -> None:
     """Refuse what the lock-step simulation does not model, before any planning.
 
     Raises:
-        InputError: SGLang's policy, several replicas or a router, a step cost other than the roofline.
+        InputError: SGLang's policy without --enable-dp-attention (or it off SGLang), several replicas or a router, a
+            step cost other than the roofline.
     """
-    dp = a.data_parallel_size
-    if a.policy == "sglang":
-        raise InputError(f"--data-parallel-size {dp} with --policy sglang: SGLang's DP attention is planned (`kvledger "
-                         "plan --engine sglang --enable-dp-attention --dp-size N`) but not simulated; simulate vLLM's "
-                         "DP ranks (drop --policy sglang) or one SGLang replica")
+    dp, sg = a.data_parallel_size, getattr(a, "enable_dp_attention", None)
+    if (a.policy == "sglang") != bool(sg):
+        from kvledger.analyses.serving.sim_sglang_dp import WORKS
+
+        raise InputError(f"--data-parallel-size {dp} with --policy sglang needs --enable-dp-attention (SGLang's DP "
+                         f"ranks); {WORKS}" if not sg else "--enable-dp-attention is SGLang's: give --engine sglang; "
+                         f"{WORKS}")
     if a.replicas > 1 or a.router != "round_robin":
         raise InputError(f"--data-parallel-size {dp} with --replicas/--router: the simulation models one vLLM "
                          "deployment of DP ranks behind vLLM's own load balancer, not several behind a router; "
@@ -61,6 +64,10 @@ def lockstep_cost(plan: Any, config: Any, cost: Any) -> Any:
 
     s = plan.settings
     dp = s.data_parallel_size
+    if s.engine == "sglang":  # SGLang's DP attention (sim_sglang_dp.py)
+        from kvledger.analyses.serving.sim_sglang_dp import sglang_dp_cost
+
+        return sglang_dp_cost(plan)
     _refuse_dense(plan, dp)
     ver = parse_version(s.engine_version or LATEST)
     if ver < DP_FROM:
@@ -79,9 +86,21 @@ def lockstep_cost(plan: Any, config: Any, cost: Any) -> Any:
     return out
 
 
+def lockstep_with_note(plan: Any, config: Any, cost: Any, notes: list[str]) -> Any:
+    """``lockstep_cost``, its note (``dp_note``) appended to ``notes``: vLLM's DP ranks of a MoE model or SGLang's DP
+    attention (sim_sglang_dp.py)."""
+    cost = lockstep_cost(plan, config, cost)
+    notes.append(dp_note(plan, cost))
+    return cost
+
+
 def dp_note(plan: Any, cost: Any) -> str:
     """The note that says what the run models and where each rule comes from."""
     s, dp = plan.settings, cost.dp
+    if s.engine == "sglang":
+        from kvledger.analyses.serving.sim_sglang_dp import sglang_dp_note
+
+        return sglang_dp_note(plan, cost)
     per_rank = plan.memory.num_gpu_blocks * plan.memory.block_size
     pad = ("up to max_cudagraph_capture_size " f"{cost.capture_size:,} (vLLM's default, min(2 × max_num_seqs, 512))"
            if cost.capture_size else "none: --enforce-eager runs no CUDA graphs")
@@ -129,11 +148,14 @@ def dp_figures(setup: Any, result: Any, growths: list[Any] | None = None) -> dic
     mem = setup.plan.memory
     per_rank = mem.num_gpu_blocks * mem.block_size
     from kvledger.analyses.serving.dp_saturation import saturation_figures
+    from kvledger.analyses.serving.sim_sglang_dp import sglang_dp_figures
 
     usage = result.summary.kv_usage.get("per_replica", [result.summary.kv_usage])
-    return {**dp, "ranks_in_lockstep": True, "gpus": dp["data_parallel_size"] * setup.tp,
+    src = (sglang_dp_figures(dp) if setup.plan.settings.engine == "sglang" else
+           {"rule_source": f"vLLM {setup.cost.version} v1/engine/core.py DPEngineCoreProc (lock-step), "
+                           f"v1/engine/core_client.py DPLBAsyncMPClient (routing, {dp['balancing_rule']})"})
+    gpus = dp["data_parallel_size"] * (1 if setup.plan.settings.engine == "sglang" else setup.tp)
+    return {**dp, "ranks_in_lockstep": True, "gpus": gpus,
             "kv_tokens_per_rank": per_rank, "kv_tokens_total": per_rank * dp["data_parallel_size"],
-            "kv_usage_mean_per_rank": [u["mean"] for u in usage],
-            "rule_source": f"vLLM {setup.cost.version} v1/engine/core.py DPEngineCoreProc (lock-step), "
-                           f"v1/engine/core_client.py DPLBAsyncMPClient (routing, {dp['balancing_rule']})",
+            "kv_usage_mean_per_rank": [u["mean"] for u in usage], **src,
             **(saturation_figures(growths) if growths is not None else {})}

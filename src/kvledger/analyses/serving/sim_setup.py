@@ -22,6 +22,7 @@ from kvledger.analyses.serving.retention_flag import retention_interval_override
 from kvledger.analyses.serving.sched_defaults import scheduler_overrides
 from kvledger.analyses.serving.shared_prompts import refuse_with_sessions, shared_prompts
 from kvledger.analyses.serving.sim_document import PACED_MODE
+from kvledger.analyses.serving.sim_dp import lockstep_with_note
 from kvledger.analyses.serving.sim_engine_flags import check_engine_flags
 from kvledger.analyses.serving.sim_pp import pipelined_cost, pp_overrides
 from kvledger.analyses.serving.step_cost_choice import gpu_profile_of, make_step_cost
@@ -88,6 +89,8 @@ class SimRequestArgs:
     prefix_cache_retention_interval: int | None = None  # vLLM ≥ 0.29: sparse checkpoints kept (retention_flag.py)
     enable_expert_parallel: bool | None = None  # vLLM --enable-expert-parallel (experts whole over DP × TP ranks)
     ep_size: int | None = None  # SGLang --ep-size with policy sglang (accounting/sglang_ep.py); 1: its default
+    enable_dp_attention: bool | None = None  # SGLang's DP attention, ranks in lock-step (sim_sglang_dp.py)
+    moe_a2a_backend: str | None = None  # SGLang --moe-a2a-backend under DP attention: none (default) or deepep
     data_parallel_size: int | None = None  # vLLM --data-parallel-size of a MoE model: ranks in lock-step (sim_dp.py)
     pp: int = 1  # vLLM --pipeline-parallel-size: stages of TP GPUs each (sim_pp.py, dynamics/pipeline.py)
     all2all_backend: str | None = None  # vLLM --all2all-backend: the DP + EP profile rows (accounting/vllm_all2all.py)
@@ -136,7 +139,7 @@ _PLAN_FIELDS = tuple(("model gpu engine_version tp max_model_len gpu_memory_util
                       "enforce_eager mamba_ssm_cache_dtype achievable_flops_fraction enable_expert_parallel "
                       "allreduce_link_share achievable_bandwidth_fraction gpu_profile gemm_efficiency mxfp4_backend "
                       "data_parallel_size inter_node_link enable_hierarchical_cache all2all_backend pp "
-                      "ep_size").split())
+                      "ep_size enable_dp_attention moe_a2a_backend").split())
 
 
 def plan_engine(a: SimRequestArgs) -> str:
@@ -190,6 +193,7 @@ def _build_plan(a: SimRequestArgs):
         mxfp4_backend=(a.mxfp4_backend or "auto").lower().replace("-", "_"), data_parallel_size=a.data_parallel_size,
         all2all_backend=a.all2all_backend, inter_node_link_bytes_per_s=nic_bytes_per_s(a.inter_node_link),
         ep_size=a.ep_size if engine == "sglang" and a.ep_size != 1 else None,
+        enable_dp_attention=a.enable_dp_attention or None, moe_a2a_backend=a.moe_a2a_backend,
         enable_hierarchical_cache=True if a.enable_hierarchical_cache and engine == "sglang" else None,
         **{k: v for k, v in fractions.items() if v is not None})
     plan = build_plan(model, gpu, settings, with_advice=False)
@@ -274,11 +278,7 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
                                                  retention_interval=interval, **overrides)
     cost, cost_info = kept_step_cost(a, plan, config.async_scheduling, config.batching)  # a probe: the last's
     cost, cost_info = pipelined_cost(plan, config, cost, cost_info, pp[1], notes) if pp[0] else (cost, cost_info)
-    if a.data_parallel_size:  # vLLM's DP ranks of a MoE model, priced in lock-step (sim_dp.py)
-        from kvledger.analyses.serving.sim_dp import dp_note, lockstep_cost
-
-        cost = lockstep_cost(plan, config, cost)
-        notes.append(dp_note(plan, cost))
+    cost = lockstep_with_note(plan, config, cost, notes) if a.data_parallel_size else cost  # DP ranks: sim_dp.py
     notes.extend(n for n in [all2all_note(plan), unused_nic_note(a.inter_node_link, cost)] if n)  # as plan says
     given = workload is not None
     if given:
