@@ -34,11 +34,13 @@ def expert_parallel_step_note(ep: int, fused: bool, dp: int = 1, engine: str = "
             "padded to BLOCK_SIZE_M (16 for a tuned config), with the GEMM efficiency at its rows per expert"
             if fused else f"its GEMMs × (μ + σ·√(2 ln r))/(T·k/{ep}), μ = T·k·n₀/E token-expert pairs on a fullest "
             "rank, σ² = T·k·(n₀/E)(1 − n₀/E)")
+    sg = engine == "sglang"
     tail = ("no all-to-all: with data parallel 1 the TP all-reduce combines the experts' outputs" if dp == 1 else
+            f"T the tokens of all {dp} DP ranks, gathered or dispatched as the data-parallel note says" if sg else
             f"T the tokens of all {dp} DP ranks, which each MoE layer all-gathers and reduce-scatters "
             "(allgather_reducescatter: the data-parallel note)")
-    flag = (f"SGLang --ep-size {ep}, --moe-a2a-backend none" if engine == "sglang" else
-            f"vLLM --enable-expert-parallel, data parallel {dp}")
+    flag = (f"SGLang --ep-size {ep}, " + ("--moe-a2a-backend none" if dp == 1 else f"DP attention over {dp} ranks")
+            if sg else f"vLLM --enable-expert-parallel, data parallel {dp}")
     return (f"expert parallelism over {ep} ranks ({flag}): each rank holds "
             f"whole experts (n₀ = ⌈E/{ep}⌉ on the fullest, r ranks that full) and reads the ones a step's tokens "
             f"touch; the routed-expert work waits for the busiest rank: {gemm}; and its weight reads × the busiest "

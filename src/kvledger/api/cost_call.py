@@ -59,7 +59,7 @@ def cost(path: PathLike | Sequence[PathLike] | None = None, *, simulate: str | N
          achievable_bandwidth_fraction: float | None = None, allreduce_link_share: float | None = None,
          inter_node_link: str | None = None, gpu_profile: str | None = None, gemm_efficiency: str | None = None,
          data_parallel_size: int | None = None, all2all_backend: str | None = None, enable_dp_attention: bool = False,
-         pp: int | None = None, cache: bool = True) -> CostResult:
+         pp: int | None = None, moe_a2a_backend: str | None = None, cache: bool = True) -> CostResult:
     """Self-host versus API, as ``kvledger cost`` prices it: ``path`` (a benchmark output or records file; a rate
     sweep's several at their SLO capacity) or ``simulate=MODEL`` with ``gpu`` (at the SLO capacity a rate search finds,
     unless ``at_offered_load``). Each other parameter is the flag of its name (``run``: ``--run``, ``model``: FILE's

@@ -46,7 +46,7 @@ def simulate(model: str, gpu: str, *, trace: str | None = None, prompt_lengths: 
              enforce_eager: bool | None = None, wddm: bool | None = None, mxfp4_backend: str | None = None,
              replicas: int | None = None, router: str | None = None, step_cost: str | None = None,
              disable_hybrid_kv_cache_manager: bool | None = None, mamba_ssm_cache_dtype: str | None = None,
-             cpu_overhead: str | None = None, client_latency: str | None = None,
+             cpu_overhead: str | None = None, client_latency: str | None = None, moe_a2a_backend: str | None = None,
              achievable_flops_fraction: float | None = None, achievable_bandwidth_fraction: float | None = None,
              allreduce_link_share: float | None = None, inter_node_link: str | None = None,
              gpu_profile: str | None = None, gemm_efficiency: str | None = None, data_parallel_size: int | None = None,
@@ -63,9 +63,9 @@ def simulate(model: str, gpu: str, *, trace: str | None = None, prompt_lengths: 
     e.g. "fixed:512", with ``rate`` and ``num_requests``) or multi-turn sessions (``workload`` "chat" or "agent",
     ``sessions``, ``session_rate``) on the simulated engine, as ``kvledger simulate`` does; every setting left None is
     the command's default (``data_parallel_size`` with ``enable_expert_parallel``: vLLM's DP ranks of a MoE model in
-    lock-step). The host KV tier parameters (``kv_offloading_size`` in GiB, as a number or "256GiB", and the rest)
-    are the command's tier flags: the run with the tier and once without it. ``seeds`` (1 to 64): as ``--seeds``,
-    each figure's min–max over seeds ``seed``, ``seed`` + 1, … under ``seed_spread``; the figures stay the first's.
+    lock-step; ``enable_dp_attention``, ``moe_a2a_backend``: SGLang's DP attention). The host KV tier parameters
+    (``kv_offloading_size`` in GiB or "256GiB", …): the tier flags, run with and without the tier. ``seeds`` (1 to
+    64): as ``--seeds``, each figure's min–max over seeds ``seed``, ``seed`` + 1, …; the figures stay the first's.
 
     ``cache``: read and keep a trace or synthetic run (not sessions, not a host tier: those run each time, as the
     command's) in the on-disk store (``$KVLEDGER_CACHE_DIR``, else ``~/.cache/kvledger``, folder ``sims/``), whatever
@@ -179,7 +179,7 @@ def goodput(model: str, gpu: str, *, slo: str, target: float | None = None, axis
             enforce_eager: bool | None = None, wddm: bool | None = None, mxfp4_backend: str | None = None,
             replicas: int | None = None, router: str | None = None, step_cost: str | None = None,
             disable_hybrid_kv_cache_manager: bool | None = None, mamba_ssm_cache_dtype: str | None = None,
-            cpu_overhead: str | None = None, client_latency: str | None = None,
+            cpu_overhead: str | None = None, client_latency: str | None = None, moe_a2a_backend: str | None = None,
             achievable_flops_fraction: float | None = None, achievable_bandwidth_fraction: float | None = None,
             allreduce_link_share: float | None = None, inter_node_link: str | None = None,
             gpu_profile: str | None = None, gemm_efficiency: str | None = None, data_parallel_size: int | None = None,
