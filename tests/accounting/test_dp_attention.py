@@ -166,7 +166,8 @@ def test_vllm_dp_fixes_count_each_ranks_tp_group():
 def test_the_simulator_line_says_which_dp_the_simulator_steps(sglang_pair):
     # simulate's note on an MLA model at TP 8: vLLM's alternative (DP 8 + EP, TP 1) is what `kvledger simulate
     # --data-parallel-size 8 --enable-expert-parallel` steps in lock-step (analyses/serving/sim_dp.py), so the line
-    # must not say "the simulator does not" (it did); SGLang's DP attention is planned only (simulate refuses it).
+    # must not say "the simulator does not" (it did); SGLang's DP attention simulate steps too, at --ep-size = --tp
+    # (analyses/serving/sim_sglang_dp.py refuses EP 1).
     # Figures: vLLM TP 8 holds 40,354 blocks × 16 = 645,664 tokens; DP 8 8 × 25,387 × 16 = 3,249,536 (5.03×);
     # SGLang TP 8 643,295 slots against 8 × 221,051 = 1,768,408 (2.75×) — the plans above and in the goldens.
     from kvledger.accounting.dp_node import dp_hint
@@ -175,5 +176,5 @@ def test_the_simulator_line_says_which_dp_the_simulator_steps(sglang_pair):
     assert "(3,249,536 against 645,664, vLLM 0.33.0 rules; `kvledger simulate` with those flags simulates its DP " \
            "ranks in lock-step)" in vllm and "5.03×" in vllm and "simulator does not" not in vllm
     sgl = dp_hint(sglang_pair[0], build_plan)
-    assert sgl.endswith("(1,768,408 against 643,295, SGLang 0.5.23 rules; `kvledger plan` models it, the simulator "
-                        "does not)") and "2.75×" in sgl
+    assert sgl.endswith("(1,768,408 against 643,295, SGLang 0.5.23 rules; `kvledger simulate` with those flags and "
+                        "--ep-size 8 simulates its DP ranks in lock-step)") and "2.75×" in sgl

@@ -141,13 +141,15 @@ def dp_remedy(plan, build: Callable[..., Any]) -> tuple[str, str] | None:
 def dp_hint(plan, build: Callable[..., Any]) -> str | None:
     """The simulator commands' one line: the KV capacity is TP-replicated, and DP on the same GPUs would hold this many
     times the KV tokens; vLLM's DP ranks of a MoE model (with --enable-expert-parallel) the simulator steps in lock-step
-    (``analyses/serving/sim_dp.py``), SGLang's DP attention it only plans. None where ``dp_remedy`` gives none."""
+    (``analyses/serving/sim_dp.py``), SGLang's DP attention at EP = TP too (``sim_sglang_dp.py``). None where
+    ``dp_remedy`` gives none."""
     gain = _dp_gain(plan, build)
     if gain is None:
         return None
     alt, now, _, total, rules = gain
     how = ("`kvledger simulate` with those flags simulates its DP ranks in lock-step" if plan.settings.engine == "vllm"
-           else "`kvledger plan` models it, the simulator does not")
+           else f"`kvledger simulate` with those flags and --ep-size {plan.settings.tp} simulates its DP ranks in "
+           "lock-step")
     return (f"MLA's KV capacity is TP-replicated (one latent head on each of the {plan.settings.tp} TP ranks): "
             f"{_flags(alt)} would hold {total / now:.2f}× the KV tokens on these GPUs ({total:,} against {now:,}, "
             f"{rules}; {how})")

@@ -144,7 +144,8 @@ def sglang_ep_notes(model: ModelSpec, s: PlanSettings) -> tuple[str, ...]:
     return (head + shared + "; DeepEP dispatches each token to its experts' GPUs and combines it back (all-to-all); "
             f"its buffers take {DEEPEP_DECODE_MIB:,} MiB of the default reserve with decode CUDA graphs (+"
             f"{DEEPEP_PREFILL_MIB:,} with prefill graphs); the plan's roofline prices the experts as under the "
-            "default backend (DeepEP's dispatch and combine are not priced), and simulate does not take it",)
+            "default backend (DeepEP's dispatch and combine are not priced); simulate prices them under "
+            "--enable-dp-attention",)
 
 
 def deepep_defaults(d: SglangDefaults, smi_mib: float, s: PlanSettings, decode_graphs: bool, prefill_graphs: bool,

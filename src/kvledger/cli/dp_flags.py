@@ -20,9 +20,9 @@ DP_REFUSAL = (
     "--enable-expert-parallel, SGLang --enable-dp-attention --dp-size: the weights per GPU, each DP rank's KV pool, "
     "requests per rank and in all), but the simulator steps one TP group per replica and does not yet model DP ranks "
     "stepping together in this command (`kvledger simulate` does, for vLLM's --data-parallel-size with "
-    "--enable-expert-parallel on a MoE model), so it cannot take them; plan the memory with `kvledger plan ... "
-    "{flags}`, simulate vLLM's DP ranks with `kvledger simulate`, or run this command without them (--tp for one "
-    "replica, --replicas for independent ones)")
+    "--enable-expert-parallel on a MoE model and SGLang's --enable-dp-attention), so it cannot take them; plan the "
+    "memory with `kvledger plan ... {flags}`, simulate the DP ranks with `kvledger simulate`, or run this command "
+    "without them (--tp for one replica, --replicas for independent ones)")
 """The refusal, formatted with the flags given."""
 _SG_WORKS = ("simulate takes SGLang's DP attention as --engine sglang --tp N --ep-size N --enable-dp-attention "
              "--dp-size N [--moe-a2a-backend none|deepep] (sim_sglang_dp.WORKS)")
@@ -75,7 +75,8 @@ class SearchDataParallelFlags:
         "(N × TP GPUs) with --enable-expert-parallel, simulated in lock-step as `kvledger simulate` does (default: "
         "1, none); refused for a dense model, whose DP ranks are the replicas the search already sizes."))
     enable_dp_attention: bool = flag("--enable-dp-attention", default=False, help=(
-        "SGLang's DP attention: not simulated (`kvledger plan` models its memory); refused here."))
+        "SGLang's DP attention: simulated by `kvledger simulate` only (`kvledger plan` models its memory); refused "
+        "here."))
     all2all_backend: str | None = flag("--all2all-backend", help=(
         "vLLM's expert-parallel all-to-all backend for every DP candidate (VLLM_ALL2ALL_BACKEND before 0.11.1): the "
         "rows each GPU's MoE layers run in the profile, as `kvledger plan --all2all-backend` counts them."))
