@@ -21,4 +21,5 @@ def test_report_prices_the_dp_ranks_as_cost_does():
 
 def test_report_refuses_dp_ranks_with_sglang_as_cost_does():
     said = refused("report", *DP8, "--engine", "sglang")
-    assert said.startswith("--data-parallel-size 8 with --policy sglang: SGLang's DP attention is planned")
+    assert said.startswith("--data-parallel-size 8 with --policy sglang: SGLang's DP ranks are its DP attention, "
+                           "which `kvledger simulate` alone simulates")

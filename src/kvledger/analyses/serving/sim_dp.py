@@ -26,9 +26,9 @@ def check_dp_request(a: Any) -> None:
     if (a.policy == "sglang") != bool(sg):
         from kvledger.analyses.serving.sim_sglang_dp import WORKS
 
-        raise InputError(f"--data-parallel-size {dp} with --policy sglang needs --enable-dp-attention (SGLang's DP "
-                         f"ranks); {WORKS}" if not sg else "--enable-dp-attention is SGLang's: give --engine sglang; "
-                         f"{WORKS}")
+        raise InputError(f"--data-parallel-size {dp} with --policy sglang: SGLang's DP ranks are its DP attention, "
+                         f"which `kvledger simulate` alone simulates (--enable-dp-attention); {WORKS}" if not sg else
+                         f"--enable-dp-attention is SGLang's: give --engine sglang; {WORKS}")
     if a.replicas > 1 or a.router != "round_robin":
         raise InputError(f"--data-parallel-size {dp} with --replicas/--router: the simulation models one vLLM "
                          "deployment of DP ranks behind vLLM's own load balancer, not several behind a router; "
