@@ -94,4 +94,5 @@ def sglang_dp_note(plan: Any, cost: Any) -> str:
 def sglang_dp_figures(dp: dict[str, Any]) -> dict[str, str]:
     """The rule source of the run's data-parallel figures (``sim_dp.dp_figures``)."""
     return {"rule_source": "SGLang 0.5.23 managers/scheduler_components/dp_attn.py prepare_mlp_sync_batch_raw "
-                           f"(lock-step), managers/data_parallel_controller.py ({dp['balancing_rule']})"}
+                           "(lock-step), managers/data_parallel_controller.py round_robin_scheduler (routing, "
+                           f"{dp['balancing_rule']})"}
