@@ -41,6 +41,8 @@ def test_gathered_layer_collectives_dsv3_tp8_dp8_h200():
     # DeepSeek-V3: 61 layers, 58 MoE, so 3 dense MLP layers; the 8 GPUs' link 450 GB/s (tp_comm), the all-reduce's
     # fitted latency 34.323 µs, NCCL's ring all-gather 34.323 − 7 × 0.6 = 30.123 µs (tp_network.gather_latency_s)
     assert (c.moe_layers, c.dense_layers) == (58, 3)
+    # SUM_LEN's decode bound: 0.5.23's custom all-reduce v2 on NVLink all-to-all, 16 MiB (sglang_rules.py)
+    assert c.ca_max_bytes == CA
     assert c.link_Bps == pytest.approx(450e9) and c.call_latency_s == pytest.approx(34.323e-6, rel=1e-4)
     assert c.gather_latency_s == pytest.approx(30.123e-6, rel=1e-4)
     # MAX_LEN, 7 ranks of 64 decodes and one idle: an all-gather and a reduce-scatter, each receiving 7 × 64 rows ×

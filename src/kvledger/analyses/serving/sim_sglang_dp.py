@@ -55,12 +55,19 @@ def sglang_dp_cost(plan: Any) -> Any:
     """
     from kvledger.accounting.sglang_dp_cost import SglangDpStepCost
     from kvledger.accounting.sglang_ep import sglang_a2a
-    from kvledger.accounting.sglang_rules import SGLANG_LATEST, parse_sglang_version, sglang_custom_ar_max_bytes
+    from kvledger.accounting.sglang_rules import (
+        SGLANG_CA_V2_FROM,
+        SGLANG_LATEST,
+        parse_sglang_version,
+        sglang_custom_ar_max_bytes,
+    )
 
     check_sglang_dp(plan)
     s = plan.settings
     ver = parse_sglang_version(s.engine_version) if s.engine_version else SGLANG_LATEST
-    ca = sglang_custom_ar_max_bytes(ver, s.tp, 1, plan.gpu, s.disable_custom_all_reduce)
+    # SUM_LEN's decode rule asks for the v2 kernel (isinstance(comm, CustomAllReduceV2)): CUDA, NVLink all-to-all
+    v2 = ver >= SGLANG_CA_V2_FROM and plan.gpu.nvlink_all_to_all and not plan.gpu.gpu_id.startswith("amd_")
+    ca = sglang_custom_ar_max_bytes(ver, s.tp, 1, plan.gpu, s.disable_custom_all_reduce) if v2 else 0
     out = SglangDpStepCost(_rank_cost(plan), s.tp, sglang_a2a(s), ca)
     out.balancing_rule, out.version = "sglang round_robin", "0.5.23"
     return out
