@@ -17,6 +17,7 @@ from typing import Any
 
 from kvledger.calibration.sweep import Stage
 from kvledger.errors import FormatError, InputError
+from kvledger.evidence.metadata_keys import cap_source
 
 __all__ = ["aggregate_stage", "closed_loop_users", "CLIENT_CAP_HINT"]
 
@@ -45,7 +46,7 @@ def closed_loop_users(agg: Any, client_concurrency: int | None) -> tuple[int, st
     if stated:
         other = (f"; --client-concurrency {client_concurrency:,} not used" if client_concurrency
                  and client_concurrency != stated else "")
-        return int(stated), f"the file's max_concurrency {stated:,}{other}"
+        return int(stated), f"{cap_source(meta)}{other}"
     if client_concurrency:
         return int(client_concurrency), f"--client-concurrency {client_concurrency:,}"
     return None

@@ -21,6 +21,7 @@ import math
 
 from kvledger.calibration.replay import MeasuredRun
 from kvledger.calibration.sweep import Stage
+from kvledger.evidence.metadata_keys import cap_source
 
 __all__ = ["record_stage"]
 
@@ -51,4 +52,4 @@ def record_stage(run: MeasuredRun) -> Stage | None:
                  [(0.0, float(outputs[0])), (1.0, float(outputs[-1]))], served,
                  out_tokens / dur if dur and dur > 0 else 0.0, run.num_dropped,
                  achieved, backend if isinstance(backend, str) else None, client_users=users,
-                 client_users_source=None if users is None else f"the file's max_concurrency {users:,}")
+                 client_users_source=None if users is None else cap_source(meta, users))

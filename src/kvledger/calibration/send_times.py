@@ -20,6 +20,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from kvledger.evidence.metadata_keys import cap_source
 from kvledger.records import RunRecords
 
 __all__ = ["UNTIMED_FORMATS", "drawn_send_times"]
@@ -85,7 +86,7 @@ def drawn_send_times(run: RunRecords, seed: int = 0) -> tuple[RunRecords, int | 
         note = (f"{head}with no request_rate stated, the replay sends every request at t = 0, a burst the run may not "
                 "have been")
     if cap:
-        note += (f"; under the file's max_concurrency {cap:,}: at most {cap:,} in flight, the next sent when one "
+        note += (f"; under {cap_source(md, int(cap))}: at most {cap:,} in flight, the next sent when one "
                  "finishes")
     return run, (int(cap) if cap else None), bool(cap) and finite, note
 

@@ -23,6 +23,7 @@ from kvledger.errors import FormatError
 from kvledger.evidence._io import Document, amount, count, latency_s, load_document, to_seconds
 from kvledger.evidence._metric_table import parse_csv_tables, scalar, summaries_from_tags
 from kvledger.evidence.aggregate import AggregateRun
+from kvledger.evidence.metadata_keys import CAP_FIELD_KEY
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
 __all__ = ["FORMAT_JSONL", "FORMAT_JSON", "FORMAT_CSV", "read_jsonl", "read_json", "read_csv", "input_config_metadata"]
@@ -184,6 +185,8 @@ def _merge_input_config(meta: RunMetadata, agg: dict[str, Any]) -> None:
     meta.request_rate = meta.request_rate or info.get("request_rate")
     if meta.concurrency is None:  # a sweep's run states its level in run_info.variation_values too
         meta.concurrency = _variation_concurrency(agg.get("run_info"))
+    if meta.concurrency is not None:  # AIPerf's name for its cap (--concurrency), not vLLM's max_concurrency
+        meta.extra.setdefault(CAP_FIELD_KEY, "concurrency")
     telemetry = agg.get("telemetry_data")
     if isinstance(telemetry, dict) and meta.hardware is None:
         names = {v.get("gpu_name") for v in _walk_dicts(telemetry) if isinstance(v.get("gpu_name"), str)}

@@ -21,6 +21,7 @@ from kvledger.evidence._io import Document, amount, count, latency_s, number
 from kvledger.evidence._metric_table import scalar, summaries_from_tags
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.evidence.aiperf import input_config_metadata
+from kvledger.evidence.metadata_keys import CAP_FIELD_KEY
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
 __all__ = ["FORMAT_RAW", "FORMAT_JSON", "read_raw", "read_json"]
@@ -139,6 +140,8 @@ def read_json(doc: Document) -> list[AggregateRun]:
         info.get("concurrency"),
         info.get("request_rate"),
     )
+    if meta.concurrency is not None:  # GenAI-Perf's name for its cap (--concurrency)
+        meta.extra[CAP_FIELD_KEY] = "concurrency"
     agg = AggregateRun(meta)
     agg.metrics = summaries_from_tags(doc.path, obj, "", None)
     n = agg.metrics["e2e"].count if "e2e" in agg.metrics else None

@@ -24,6 +24,7 @@ from kvledger.errors import FormatError
 from kvledger.evidence._io import Document, count, latency_s, number
 from kvledger.evidence.aggregate import AggregateRun, MetricSummary
 from kvledger.evidence.guidellm_fields import model_of, sampled
+from kvledger.evidence.metadata_keys import CAP_FIELD_KEY
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
 __all__ = ["FORMAT", "read", "GUIDELLM_PERCENTILES"]
@@ -68,7 +69,9 @@ def _bench(path: str, b: Any, i: int, version: Any, model: str | None,
     meta = RunMetadata(source=path, source_format=FORMAT, model=model or model_of(b))
     cfg = b.get("config") if isinstance(b.get("config"), dict) else b.get("args", {})
     strategy = cfg.get("strategy") if isinstance(cfg, dict) and isinstance(cfg.get("strategy"), dict) else {}
-    rate, conc = strategy.get("rate"), strategy.get("max_concurrency") or strategy.get("streams")
+    rate = strategy.get("rate")
+    cap_key = next((k for k in ("streams", "max_concurrency") if strategy.get(k)), None)
+    conc = strategy.get(cap_key) if cap_key else None
     meta.request_rate = float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) else None
     if strategy.get("type_") == "synchronous" and conc is None:  # one request at a time (scheduler/strategy.py,
         conc = 1  # SynchronousStrategy: processing_requests_limit 1)
@@ -78,6 +81,9 @@ def _bench(path: str, b: Any, i: int, version: Any, model: str | None,
     meta.duration_s = latency_s(path, b.get("duration"), f"{where}duration", allow_none=True)
     meta.extra = {"run_label": f"benchmark {i} ({strategy.get('type_', '?')}" + (f" @ {rate} req/s)" if rate else ")"),
                   "schema_version": version, "strategy": strategy}
+    if meta.concurrency is not None:  # the cap as the file names it: its strategy's streams or max_concurrency
+        meta.extra[CAP_FIELD_KEY] = (f"strategy.{cap_key}" if cap_key else
+                                     "synchronous strategy (one request at a time), cap")
     meta.definitions.append(f"GuideLLM schema version {version if version is not None else '1 (pre-metadata layout)'}")
     reqs = b.get("requests") if isinstance(b.get("requests"), dict) else {}
     kept = {s: list(enumerate(reqs.get(s) or [])) for s in _STATUSES}

@@ -13,7 +13,7 @@ from typing import Any
 from kvledger.evidence._meta import GPU_COUNT_KEYS, HARDWARE_KEYS, parse_flat_stat
 from kvledger.records import RunMetadata
 
-__all__ = ["launch_keys", "RECORD_SUFFIX", "SERVER_RECORD_KEYS", "spelled_value"]
+__all__ = ["cap_source", "CAP_FIELD_KEY", "launch_keys", "RECORD_SUFFIX", "SERVER_RECORD_KEYS", "spelled_value"]
 
 #: the ``metadata.extra`` keys that hold the server's own record of a run (its launch settings, where they were read,
 #: the engine's version: vLLM's ``--metadata`` keys, SGLang's ``server_info``); every reader of the record
@@ -26,6 +26,18 @@ _VERSION_KEYS = ("vllm_version", "version", "engine_version")
 _ALIASES = {"tp": "tensor_parallel_size", "tp_size": "tensor_parallel_size", "pp": "pipeline_parallel_size",
             "pp_size": "pipeline_parallel_size", "dp": "data_parallel_size", "dp_size": "data_parallel_size"}
 _NOT_LAUNCH = {"model_id", "model", "tokenizer_id", "num_gpu_blocks"} | set(HARDWARE_KEYS) | set(GPU_COUNT_KEYS)
+
+
+#: the ``metadata.extra`` key naming the field a run's client cap (``RunMetadata.concurrency``) was read from, as the
+#: file spells it (GuideLLM ``strategy.streams``, AIPerf ``concurrency``); absent: ``max_concurrency`` (vLLM, SGLang)
+CAP_FIELD_KEY = "concurrency_field"
+
+
+def cap_source(meta: RunMetadata, cap: int | None = None) -> str:
+    """Where a run's client cap (``cap``, else ``meta.concurrency``) was read, in the file's own words: "the file's
+    max_concurrency 4", "the file's strategy.streams 4", "the file's concurrency 4" (``CAP_FIELD_KEY``)."""
+    field = meta.extra.get(CAP_FIELD_KEY) or "max_concurrency"
+    return f"the file's {field} {cap if cap is not None else meta.concurrency:,}"
 
 
 def spelled_value(v: Any) -> Any:
