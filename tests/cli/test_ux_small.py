@@ -128,7 +128,7 @@ def test_unknown_format_is_one_short_paragraph_exit_2_no_traceback(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().count("\n") == 0, proc.stderr
-    assert proc.stderr.startswith(f"error: {p}: unknown benchmark output format. Keys seen: hello. kvledger reads 13 "
+    assert proc.stderr.startswith(f"error: {p}: unknown benchmark output format. Keys seen: hello. kvledger reads 14 "
                                   "formats")
     assert proc.stderr.strip().endswith("`kvledger goodput --help` names them (goodput and cost force one with "
                                         "--format NAME).")

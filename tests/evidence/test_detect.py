@@ -47,13 +47,14 @@ def test_unknown_file_says_the_keys_it_saw_and_where_the_formats_are_listed_in_o
     with pytest.raises(FormatError) as e:
         read_runs(p)
     msg = str(e.value)
-    # the 13 formats are not listed one per line (they were, ~15 lines): the tools they come from, in
+    # the 14 formats (InferenceX's together_runner results the 14th) are not listed one per line (they were, ~15
+    # lines): the tools they come from, in
     # FORMAT_DESCRIPTIONS' order, and where their names are listed (goodput --help)
-    assert msg == (f"{p}: unknown benchmark output format. Keys seen: throughput_rps, latency_p50. kvledger reads 13 "
+    assert msg == (f"{p}: unknown benchmark output format. Keys seen: throughput_rps, latency_p50. kvledger reads 14 "
                    "formats (from vllm, SGLang, AIPerf, GenAI-Perf, perf_analyzer, GuideLLM, llmperf, inference-perf, "
-                   "its own records and LLMServingSim's requests.jsonl): `kvledger goodput --help` "
+                   "InferenceX, its own records and LLMServingSim's requests.jsonl): `kvledger goodput --help` "
                    "names them (goodput and cost force one with --format NAME).")
-    assert len(FORMAT_DESCRIPTIONS) == 13 and "\n" not in msg
+    assert len(FORMAT_DESCRIPTIONS) == 14 and "\n" not in msg
 
 
 def test_unknown_list_file_shows_first_element_keys(tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kvledger.errors import InputError
-from kvledger.evidence.metadata_keys import RECORD_SUFFIX
+from kvledger.evidence.metadata_keys import OWN_KEYS_SUFFIX, RECORD_SUFFIX
 
 __all__ = ["launch_record", "refuse_mixed_sweep"]
 
@@ -21,7 +21,7 @@ def launch_record(metadata: Any, ignore: tuple[str, ...] = ()) -> str | None:
     result's own top-level keys) the file carries (those a start profiles for itself, max_total_tokens, and those in
     ``ignore``, left out); None when the run names neither."""
     where = metadata.extra.get("record_file") if metadata is not None else None
-    inline = where.endswith(("server_info", RECORD_SUFFIX)) if where else False
+    inline = where.endswith(("server_info", RECORD_SUFFIX, OWN_KEYS_SUFFIX)) if where else False
     kw = metadata.extra.get("engine_kwargs") if inline else None
     kw = {k: v for k, v in (kw or {}).items()  # a start's own profiling is not a setting; a swept one is the axis
           if k != "max_total_tokens" and k not in ignore}

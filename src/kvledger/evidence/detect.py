@@ -17,7 +17,9 @@ from kvledger.errors import FormatError
 from kvledger.evidence._arrays import has_details
 from kvledger.evidence._io import Document, looks_like_log, top_keys
 from kvledger.evidence.kvledger_records import looks_like_records
+from kvledger.evidence.llmperf import is_summary_collection
 from kvledger.evidence.prometheus_text import SCRAPE_ADVICE, scrape_summary
+from kvledger.evidence.together_runner import looks_like_together_runner
 
 __all__ = ["FORMAT_DESCRIPTIONS", "detect_format", "describe_content", "unknown_format_message"]
 
@@ -33,9 +35,12 @@ FORMAT_DESCRIPTIONS: dict[str, str] = {
     "genai-perf-json": "GenAI-Perf profile_export_genai_perf.json (aggregate)",
     "guidellm": "GuideLLM benchmarks.json (metadata.version 2 and the older layout)",
     "llmperf-individual": "llmperf *_individual_responses.json (per request)",
-    "llmperf-summary": "llmperf *_summary.json (aggregate)",
+    "llmperf-summary": "llmperf *_summary.json (aggregate; llmperf-bench's *_results.json of them by concurrency, "
+                       "a sweep)",
     "inference-perf-lifecycle": "inference-perf summary_/stage_N_lifecycle_metrics.json (aggregate)",
     "inference-perf-per-request": "inference-perf per_request_lifecycle_metrics.json",
+    "inferencex-together-runner": "InferenceX together_runner conc<N>.json (one concurrency level, aggregate; "
+                                  "several files with validate --sweep)",
     "kvledger-records": "kvledger records: records.parquet from kvledger simulate --out, or RunRecords JSON "
                         "(kvledger.evidence.write_records)",
 }
@@ -48,6 +53,8 @@ def _is_metric_entry(v: Any) -> bool:
 def detect_dict(d: dict[str, Any]) -> str | None:
     if looks_like_records(d):
         return "kvledger-records"
+    if looks_like_together_runner(d):
+        return "inferencex-together-runner"
     if isinstance(d.get("metadata"), dict) and ("metrics" in d or "error" in d) and not isinstance(d.get("records"),
         list):
         return "aiperf-jsonl"  # a one-line profile_export.jsonl parses as a single JSON object
@@ -62,8 +69,8 @@ def detect_dict(d: dict[str, Any]) -> str | None:
         if "latency" not in succ and "request_latency" in succ:
             return "inference-perf-prometheus"
         return "inference-perf-lifecycle"
-    if "results_ttft_s_mean" in d or any(k.startswith("results_ttft_s_") for k in d):
-        return "llmperf-summary"
+    if "results_ttft_s_mean" in d or any(k.startswith("results_ttft_s_") for k in d) or is_summary_collection(d):
+        return "llmperf-summary"  # one summary, or llmperf-bench's collection of them keyed by concurrency
     details = d.get("details") if isinstance(d.get("details"), dict) else {}
     if "total_output_tokens_retokenized" in d or "mean_e2e_latency_ms" in d or has_details(details):
         return "sglang-bench-serving"

@@ -13,7 +13,8 @@ from typing import Any
 from kvledger.evidence._meta import GPU_COUNT_KEYS, HARDWARE_KEYS, parse_flat_stat
 from kvledger.records import RunMetadata
 
-__all__ = ["cap_source", "CAP_FIELD_KEY", "launch_keys", "RECORD_SUFFIX", "SERVER_RECORD_KEYS", "spelled_value"]
+__all__ = ["cap_source", "CAP_FIELD_KEY", "launch_keys", "OWN_KEYS_SUFFIX", "RECORD_SUFFIX", "SERVER_RECORD_KEYS",
+           "spelled_value"]
 
 #: the ``metadata.extra`` keys that hold the server's own record of a run (its launch settings, where they were read,
 #: the engine's version: vLLM's ``--metadata`` keys, SGLang's ``server_info``); every reader of the record
@@ -21,6 +22,9 @@ __all__ = ["cap_source", "CAP_FIELD_KEY", "launch_keys", "RECORD_SUFFIX", "SERVE
 SERVER_RECORD_KEYS = ("engine_kwargs", "record_file", "vllm_version", "sglang_version")
 #: the end of ``extra["record_file"]`` for settings read from a result's own top-level keys
 RECORD_SUFFIX = "top-level keys (vllm bench serve --metadata)"
+#: the end of ``extra["record_file"]`` for settings a result states in keys of its own layout (together_runner's
+#: ``tp``): compared as settings, like ``RECORD_SUFFIX``'s, when runs are joined into one sweep
+OWN_KEYS_SUFFIX = "the result's own keys"
 _VERSION_KEYS = ("vllm_version", "version", "engine_version")
 #: short spellings of vLLM's launch flags that result files use
 _ALIASES = {"tp": "tensor_parallel_size", "tp_size": "tensor_parallel_size", "pp": "pipeline_parallel_size",

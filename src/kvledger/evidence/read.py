@@ -32,6 +32,7 @@ from kvledger.evidence import (
     kvledger_records,
     llmperf,
     sglang_bench,
+    together_runner,
     vllm_bench,
 )
 from kvledger.evidence._io import Document, load_document
@@ -59,6 +60,7 @@ READERS: dict[str, Callable[[Document], list[Run]]] = {
     "llmperf-summary": llmperf.read_summary,
     "inference-perf-lifecycle": inference_perf.read_lifecycle,
     "inference-perf-per-request": inference_perf.read_per_request,
+    "inferencex-together-runner": together_runner.read,
     "kvledger-records": kvledger_records.read,
 }
 

@@ -65,10 +65,11 @@ def sidecar_hint(path: str | Path, value: object = None) -> str | None:
     """When ``path`` is one of the files above that a reader takes in beside a run (or another file of an LLMServingSim
     run, or an inference-perf file that is no stage report: ``_report_hint``), what to give instead, naming the run's
     files that are there; None for any other file. ``value``: the file's loaded content."""
+    from kvledger.evidence.llmperf import bench_digest_hint
     from kvledger.evidence.llmservingsim import run_file_hint
 
     p = Path(path)
-    if (hint := run_file_hint(p, value)) is not None:
+    if (hint := run_file_hint(p, value) or bench_digest_hint(p, value)) is not None:
         return hint
     what = {LAUNCH_FILE: "a stage's launch record",
             MANIFESTS_FILE: "an inference-perf run's Kubernetes manifests"}.get(p.name)
