@@ -45,3 +45,15 @@ def test_llmperf_bench_collection_is_a_sweep_over_its_levels():
 def test_llmperf_bench_digest_refused_in_one_line():
     msg = refused("validate", str(DATA / "llmperf_bench_llama3_8b_tgi_summary.json"), "--gpu", "A10G")
     assert msg.count("\n") == 0 and "give the *_results.json it wrote beside it" in msg
+
+
+def test_aiperf_agentic_run_notes_its_cap_and_its_sessions():
+    aiperf = DATA / "inferencex_aiperf_0_8_kimi_conc4_profile_export_aiperf.json"
+    # prompts up to input_sequence_length.max 249,764 tokens: a bundled model with a 256k context, TP 8
+    res = run_cli("validate", str(aiperf), "--gpu", "MI355X", "--model", "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+                  "--tp", "8", "--max-model-len", "262144", "--json")
+    assert res.exit_code == 0, res.output
+    notes = json.loads(res.output)["notes"]
+    # input_config.loadgen.concurrency 4: AIPerf's field is concurrency, not max_concurrency
+    assert any("(the file's concurrency 4): replayed as a closed loop of 4 clients" in n for n in notes)
+    assert any(n.startswith("AIPerf multi-turn run (") and "not as its sessions" in n for n in notes)

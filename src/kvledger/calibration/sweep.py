@@ -290,7 +290,7 @@ def stage_comparison(label: str, stage: Stage, predicted: RunRecords, run: Measu
     if pool_note := pool_prefix(stage, prefix_caching)[1]:
         notes.append(pool_note)
     said = run.measured.metadata.extra if run is not None and run.measured is not None else {}
-    notes += [said[k] for k in ("client_loop", "drawn_lengths") if k in said]  # the replay's load and lengths drawn
+    notes += [said[k] for k in ("client_loop", "drawn_lengths", "multi_turn") if k in said]  # load, lengths, sessions
     if stage.num_failed:
         share = stage.num_failed / max(stage.count, 1)
         notes.append(f"{stage.num_failed:,} of the stage's {stage.count:,} requests ({share:.0%}) failed at the client "

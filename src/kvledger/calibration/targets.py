@@ -148,6 +148,7 @@ def _keep_model(run: MeasuredRun, agg: Any) -> None:
     metadata where nothing beside the file named one (``stage_run`` reads launch records and client configs only), and
     the server's record the file carries (``SERVER_RECORD_KEYS``: settings, their file, the engine's version)."""
     meta = run.measured.metadata
+    meta.extra.update({k: agg.metadata.extra[k] for k in ("multi_turn",) if k in agg.metadata.extra})  # its sessions
     if meta.model is None and agg.metadata.model:
         meta.model = agg.metadata.model
         meta.extra["model_source"] = f"the benchmark file ({agg.metadata.source_format})"

@@ -23,6 +23,7 @@ from kvledger.errors import FormatError
 from kvledger.evidence._io import Document, amount, count, latency_s, load_document, to_seconds
 from kvledger.evidence._metric_table import parse_csv_tables, scalar, summaries_from_tags
 from kvledger.evidence.aggregate import AggregateRun
+from kvledger.evidence.aiperf_sessions import multi_turn_extra
 from kvledger.evidence.metadata_keys import CAP_FIELD_KEY
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
@@ -223,7 +224,7 @@ def read_json(doc: Document) -> list[AggregateRun]:
         meta.definitions.append("early AIPerf aggregate layout: metrics under 'records'")
     # the run's own fields beside the metrics (aiperf src/aiperf/exporters/metrics_json_exporter.py: JsonExportData;
     # start_time/end_time are datetime.fromtimestamp, the client's local time, no zone)
-    meta.extra.update({k: obj[k] for k in _RUN_FIELDS if isinstance(obj.get(k), (str, bool))})
+    meta.extra.update({k: obj[k] for k in _RUN_FIELDS if isinstance(obj.get(k), (str, bool))}, **multi_turn_extra(obj))
     if obj.get("was_cancelled") is True:
         meta.definitions.append("was_cancelled true: AIPerf was stopped before the run ended; its figures cover the "
                                 "part that ran")
