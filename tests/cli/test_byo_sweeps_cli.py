@@ -57,3 +57,22 @@ def test_aiperf_agentic_run_notes_its_cap_and_its_sessions():
     # input_config.loadgen.concurrency 4: AIPerf's field is concurrency, not max_concurrency
     assert any("(the file's concurrency 4): replayed as a closed loop of 4 clients" in n for n in notes)
     assert any(n.startswith("AIPerf multi-turn run (") and "not as its sessions" in n for n in notes)
+
+
+def test_aiperf_multi_turn_export_validated_as_its_sessions(tmp_path):
+    # the bundled real single-turn export with one record made turn 1 of another's session (x_correlation_id,
+    # turn_index 1, its prompt 550 + 247 + 550 tokens, sent 2 s after that turn finished), its aggregate beside it
+    src = Path(__file__).parents[1] / "evidence" / "data" / "aiperf"
+    rows = [json.loads(line) for line in (src / "run1_profile_export.jsonl").read_text().splitlines()]
+    a, b = rows[19], rows[31]
+    b["metadata"].update(x_correlation_id=a["metadata"]["x_correlation_id"], turn_index=1,
+                         timestamp_ns=a["metadata"]["timestamp_ns"] + 8_877_620_132 + 2_000_000_000)
+    b["metrics"]["input_sequence_length"]["value"] = 1347
+    (tmp_path / "run1_profile_export.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (tmp_path / "run1_profile_export_aiperf.json").write_bytes((src / "run1_profile_export_aiperf.json").read_bytes())
+    res = run_cli("validate", str(tmp_path / "run1_profile_export.jsonl"), "--gpu", "H100", "--json")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    # 89 successful turns compared; 88 sessions, one of two turns
+    assert out["num_requests"] == 89
+    assert any(n.startswith("replayed as its 88 sessions (1 of several turns") for n in out["notes"])

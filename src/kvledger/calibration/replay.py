@@ -46,6 +46,8 @@ class MeasuredRun:
         paced: the capped client also kept a request rate: no request is sent before its own ``arrival_s``
             (``ClosedLoop.paced``).
         num_dropped: requests of the record left out (failed, or without a first-token or finish time).
+        sessions: the run's sessions when its records name them (``session_replay.session_loop``): the workload
+            replayed instead of ``requests``' arrivals (each turn after its previous one, the history re-sent).
     """
 
     label: str
@@ -57,6 +59,7 @@ class MeasuredRun:
     concurrency: int | None = None
     num_dropped: int = 0
     paced: bool = False
+    sessions: object = None
 
 
 def measured_from_records(run: RunRecords, label: str) -> MeasuredRun:
@@ -84,10 +87,17 @@ def measured_from_records(run: RunRecords, label: str) -> MeasuredRun:
                           first_token_s=r.first_token_s - t0, finish_s=r.finish_s - t0,
                           chunk_times_s=None if r.chunk_times_s is None else r.chunk_times_s - t0) for r in ok]
     specs = [RequestSpec(r.request_id, r.arrival_s, r.num_prompt_tokens, r.num_output_tokens) for r in recs]
-    meta = run.metadata
+    meta, loop = run.metadata, None
+    pairs = meta.extra.get("sessions")
+    if isinstance(pairs, list) and len(pairs) == len(run.records):  # a multi-turn run: its sessions, not arrivals
+        from kvledger.calibration.session_replay import session_loop
+
+        key_of = {id(r): k for r, k in zip(run.records, pairs)}
+        loop, turns, said = session_loop(recs, [key_of[id(r)] for r in ok])
+        specs, meta = turns or specs, replace(meta, extra={**meta.extra, "client_loop": said})
     return MeasuredRun(label, meta.source, specs, RunRecords(recs, meta),
                        dict(meta.extra.get("engine_kwargs") or {}), num_dropped=len(run.records) - len(ok),
-                       concurrency=cap, paced=paced)
+                       concurrency=cap, paced=paced, sessions=loop)
 
 
 def load_measured(path: str) -> MeasuredRun:
@@ -181,6 +191,8 @@ class StepTable:
 
 
 def _workload(run: MeasuredRun):
+    if run.sessions is not None:
+        return run.sessions
     if run.concurrency is None:
         return run.requests
     from kvledger.dynamics.workload.closed_loop import ClosedLoop

@@ -23,7 +23,7 @@ from kvledger.errors import FormatError
 from kvledger.evidence._io import Document, amount, count, latency_s, load_document, to_seconds
 from kvledger.evidence._metric_table import parse_csv_tables, scalar, summaries_from_tags
 from kvledger.evidence.aggregate import AggregateRun
-from kvledger.evidence.aiperf_sessions import multi_turn_extra
+from kvledger.evidence.aiperf_sessions import multi_turn_extra, session_extra
 from kvledger.evidence.metadata_keys import CAP_FIELD_KEY
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
@@ -59,8 +59,8 @@ def read_jsonl(doc: Document) -> list[RunRecords]:
                           "no profiling records (the file holds only warmup records)" if dropped else "no records")
     origin = min(s for _, _, s in kept)
     records = [_record(doc.path, rec, line, (start - origin) / 1e9) for rec, line, start in kept]
-    meta = RunMetadata(source=doc.path, source_format=FORMAT_JSONL, time_origin=f"first request start, Unix epoch "
-                                                                                f"{origin} ns")
+    meta = RunMetadata(doc.path, FORMAT_JSONL, time_origin=f"first request start, Unix epoch {origin} ns",
+                       extra=session_extra([rec["metadata"] for rec, _, _ in kept]))  # a multi-turn run's sessions
     meta.definitions += [
         "arrival = request start (metadata.request_start_ns or early-layout timestamp_ns) − the first start, s",
         "TTFT from time_to_first_token/ttft; chunk times = arrival + TTFT + cumulative inter_chunk_latency; E2E from "

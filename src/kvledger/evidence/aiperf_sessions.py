@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["multi_turn_extra"]
+__all__ = ["multi_turn_extra", "session_extra"]
 
 
 def _avg(obj: dict[str, Any], tag: str, stat: str = "avg") -> float | None:
@@ -64,4 +64,19 @@ def multi_turn_extra(obj: Any) -> dict[str, str]:
         f"AIPerf multi-turn run ({'; '.join(signs)}): replayed as a closed loop of single-turn synthetic requests, not "
         "as its sessions: the aggregate export keeps no session ids, turn order or delays between turns (AIPerf's "
         "per-request profile_export.jsonl records them: metadata.conversation_id, x_correlation_id, turn_index, "
-        "request_start_ns, request_end_ns)" + (f"; {'; '.join(lost)}" if lost else ""))}
+        "request_start_ns, request_end_ns: give it, and its sessions are replayed)" + (f"; {'; '.join(lost)}" if lost
+                                                                                  else ""))}
+
+
+def session_extra(metadata: list[Any]) -> dict[str, list[tuple[str, int]]]:
+    """``{"sessions": [(session, turn), ...]}``, one pair per record in ``metadata``'s order (AIPerf per-request
+    ``metadata``: the session instance ``x_correlation_id``, else ``conversation_id``, and ``turn_index``), when some
+    record is a later turn (``turn_index`` ≥ 1) and every record names its session and turn; else {} (single-turn)."""
+    pairs = []
+    for md in metadata:
+        key = md.get("x_correlation_id") or md.get("conversation_id") if isinstance(md, dict) else None
+        turn = md.get("turn_index") if isinstance(md, dict) else None
+        if not isinstance(key, str) or not isinstance(turn, int) or isinstance(turn, bool) or turn < 0:
+            return {}
+        pairs.append((key, turn))
+    return {"sessions": pairs} if any(t >= 1 for _, t in pairs) else {}
