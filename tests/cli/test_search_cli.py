@@ -65,7 +65,7 @@ def test_show_command_plans_one_candidate_without_simulating():
     (["--utilization", "0.5", "--workers", "0"], "--workers 0 is out of range; allowed: [1, 4,096] workers"),
     (["--utilization", "0.5", "--prefix-caching", "maybe"], "on, off"),
     (["--utilization", "0.5", "--plot", "f.jpg"], ".png or .svg"),
-    (["--utilization", "0.5", "--kv-cache-dtype", "auto,fp4"], "'fp4' is not supported"),
+    (["--utilization", "0.5", "--kv-cache-dtype", "auto,fp4"], "'fp4': vLLM refuses it at argument parsing"),
     (["--utilization", "0.5", "--show-command", "h100-tp1"], "is not a candidate of this search"),
 ])
 def test_bad_input_is_an_input_error(extra, message):
