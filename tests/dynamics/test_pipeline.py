@@ -4,6 +4,7 @@ a fixed step cost of 10 ms for the whole model split 5 + 5 ms (one layer each), 
 from __future__ import annotations
 
 import pytest
+from pipeline_sends import Sends as _Sends
 
 from kvledger.accounting.pipeline_cost import PipelineStepCost
 from kvledger.accounting.stepcost import FixedStepCost
@@ -11,19 +12,6 @@ from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.simulator import EngineConfig, simulate
 
 STEP = FixedStepCost(per_step_s=0.010)
-
-
-class _Sends:
-    """A send of ``d`` s at every boundary (``PipelineSends``' two calls)."""
-
-    def __init__(self, d: float) -> None:
-        self.d = d
-
-    def boundary_s(self, tokens: int, b: int) -> float:
-        return self.d
-
-    def seconds(self, tokens: int) -> float:
-        return self.d
 
 
 def run(specs, send_s=0.0, overlapping=True, **kw):

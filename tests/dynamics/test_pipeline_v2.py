@@ -10,24 +10,12 @@ from __future__ import annotations
 import random
 
 import pytest
+from pipeline_sends import Sends as _Sends
 
 from kvledger.accounting.pipeline_cost import PipelineStepCost
 from kvledger.accounting.stepcost import FixedStepCost
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.simulator import EngineConfig, simulate
-
-
-class _Sends:
-    """A send of ``d`` s at every boundary (``PipelineSends``' two calls)."""
-
-    def __init__(self, d: float) -> None:
-        self.d = d
-
-    def boundary_s(self, tokens: int, b: int) -> float:
-        return self.d
-
-    def seconds(self, tokens: int) -> float:
-        return self.d
 
 
 def run(specs, stages=2, step_s=0.010, send_s=0.0, staggered=True, **kw):
