@@ -6,15 +6,23 @@ vLLM (``distributed/kv_transfer/kv_connector/v1/offloading_connector.py``, 0.11.
 * Store, write-through: after each schedule, every block that the scheduled tokens complete is offered to the CPU
   tier (``_get_reqs_to_store``); ``prepare_store`` skips blocks already there and evicts least-recently-used CPU
   blocks to make room (a run at once, or not at all). Stores are asynchronous, off the step's critical path.
+  0.19.0–0.22.0 offer every full block, prompt and generated (``_get_reqs_to_store`` up to
+  ``min(computed + scheduled, num_tokens)``); from 0.23.0 only the prompt's full blocks unless the user turns
+  ``kv_connector_extra_config`` ``offload_prompt_only`` (default True, ``v1/kv_offload/base.py`` OffloadingSpec) off:
+  0.23.0 ``_build_store_jobs`` and 0.33.0 ``_calc_num_offloadable_tokens`` cap the offloadable tokens at
+  ``num_prompt_tokens``, so a session's next turn finds its previous turn's output only in HBM.
   (Here: prompt blocks when they are scheduled; blocks a pure-decode stretch fills are offered when the request
-  frees them.)
+  frees them, none with ``prompt_only``.)
 * Load (``offloading/scheduler.py : get_num_new_matched_tokens``, ``update_state_after_alloc`` and
   ``v1/core/sched/scheduler.py : schedule``, 0.33.0): when the scheduler reaches a request at the head of its waiting
   queue (FCFS), every full block of it is touched in the CPU tier, which is then looked up from the end of its GPU
   prefix hit (consecutive hits, in blocks: ``--kv-offloading-size`` sets no ``blocks_per_chunk``, so a chunk is one
   GPU block; connector_caches.py). ``allocate_slots`` then gives the request its hit and the loaded blocks only if
   its whole sequence fits beside the in-flight loads' reservations; if not, the scheduler stops and nothing is
-  loaded (it tries again next step). A started load leaves the queue (WAITING_FOR_REMOTE_KVS, its blocks in its
+  loaded (it tries again next step). ``schedule`` asks the connector at every attempt while the request has nothing
+  computed (0.19.0 and 0.33.0: ``if request.num_computed_tokens == 0``), so a request whose lookup found nothing and
+  that was not admitted is looked up again at its next attempt (native connector; another request may have stored
+  its prefix meanwhile). A started load leaves the queue (WAITING_FOR_REMOTE_KVS, its blocks in its
   block table, so none is evicted before use) and the scheduler goes on to the next request; when the copy is done
   the request is scheduled first (``kv_holding_waiting``) with the blocks as cached blocks. The load is on the
   request's TTFT, not on any step. (Here: ``begin_load`` when the request reaches its replica with nothing waiting
@@ -70,8 +78,9 @@ class HostTier:
             queue-leaving load. With chunks only (the native connector's loads are asynchronous).
         prompt_only: vLLM's native connector from 0.23.0 (``offload_prompt_only``, default True: v1/kv_offload/base.py;
             offloading/scheduler.py caps the offloadable tokens at the prompt): a resumed request's generated blocks
-            are not in the CPU tier, so its reload stops at its prompt's last full block (``_lookup_range``). Stores
-            here still offer generated blocks (a session's next turn): not yet this rule.
+            are never stored (``_offer`` caps at the prompt, module doc), so a resume's reload stops at its prompt's
+            last full block (``_lookup_range``) and a session's next turn finds none of its previous output there.
+            The user's ``offload_prompt_only`` False (kvledger ``--no-offload-prompt-only``) gives 0.19.0's rule.
         disk_capacity_units / disk_read_bytes_per_s, remote_*: LMCache's local-disk and remote tiers below the host's,
             or HiCache's one storage backend (offload_tiers.py, hicache_storage.py; 0: none), units and B/s.
     """
@@ -125,6 +134,8 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
         self._stored: dict[int, int] = {}  # request uid → units (blocks or chunks) offered to the CPU tier
         self.occupancy: list[tuple[float, int]] = []  # (arrival s of a request, CPU units held)
         self._deferred: set[int] = set()  # uids whose load waits for the scheduler to reach them (start_load)
+        self._arrival_looked: set[int] = set()  # uids begin_load looked up, nothing found: its lookup is the first
+        # attempt's; later attempts look up again (module doc)
         self._started: list[tuple[SimRequest, float]] = []  # loads start_load began: (request, load time s)
         self._in_step: dict[int, float] = {}  # load_in_step: uid → load time s its admission's step takes on
         self.pending_load_s = 0.0  # load_in_step: the load time of this step's admissions (InStepLoadStepCost), s
@@ -134,7 +145,7 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
 
     def _offer(self, req: SimRequest, upto_tokens: int) -> None:
         per = self._per  # a chunk's key: its last block's chained key (it names the whole prefix)
-        if per > 1:
+        if per > 1 or self.host.prompt_only:  # LMCache: save_decode_cache off; vLLM ≥ 0.23: offload_prompt_only
             upto_tokens = min(upto_tokens, req.spec.num_prompt_tokens)
         full = upto_tokens // (self.block_size * per)
         start = self._stored.get(req.uid, 0)
@@ -146,7 +157,8 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
     def admit(self, req, hits, num_new_tokens, must_fit_tokens, reserve_tokens=0) -> bool:
         ok = super().admit(req, hits, num_new_tokens, must_fit_tokens, reserve_tokens)
         if ok:
-            self._deferred.discard(req.uid)  # a resume kept for its next attempt's lookup (``start_load``)
+            self._deferred.discard(req.uid)  # kept for its next attempt's lookup (``start_load``)
+            self._arrival_looked.discard(req.uid)
             self._offer(req, req.num_computed_tokens + num_new_tokens)
             if self._in_step:
                 self.pending_load_s += self._in_step.pop(req.uid, 0.0)  # loaded in this step (module doc)
@@ -162,6 +174,7 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
         self._offer(req, req.num_computed_tokens)
         self._stored.pop(req.uid, None)
         self._deferred.discard(req.uid)
+        self._arrival_looked.discard(req.uid)
         self._in_step.pop(req.uid, None)
         super().free(req, preempted)
         if preempted and self.enable_caching and self._per == 1:
@@ -187,8 +200,10 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
             return 0.0
         self.occupancy.append((req.arrival_s, self.lru.num_held))
         t = None if queued or self.host.load_in_step else self._try_load(req)  # an in-step load waits for a step
-        if t is None:
+        if t is None or (t == 0.0 and self._per == 1):  # nothing found: looked up again after a failed attempt
             self._deferred.add(req.uid)
+            if t is not None:
+                self._arrival_looked.add(req.uid)
             return 0.0
         return t
 
@@ -201,11 +216,15 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
         now, the loaded blocks its prefix hit, and its admission puts the load on the step (module doc)."""
         if req.uid not in self._deferred:
             return 0.0
+        if req.uid in self._arrival_looked:  # the attempt ``begin_load`` looked it up for
+            self._arrival_looked.discard(req.uid)
+            return 0.0
         t = self._try_load(req)
         if t is None:
             return None
-        if t > 0 or not req.num_preemptions:  # a resume that loads nothing now is looked up again at the next
-            self._deferred.discard(req.uid)   # attempt, as vLLM asks at each (its HBM hit may shrink as it waits)
+        if t > 0 or self._per > 1 and not req.num_preemptions:  # one that loads nothing now is looked up again at
+            self._deferred.discard(req.uid)  # its next attempt, as vLLM asks at each while nothing is computed
+            # (module doc; its HBM hit may shrink, another request may store its prefix); LMCache's: once
         if t > 0:
             if self.host.load_in_step:
                 self._in_step[req.uid] = t
