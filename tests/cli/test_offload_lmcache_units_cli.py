@@ -27,7 +27,7 @@ def test_lmcache_rule_text_is_lmcaches_own():
     # the native OffloadingConnector's bullet (write-through blocks, WAITING_FOR_REMOTE_KVS) is not LMCache's
     assert "vLLM OffloadingConnector:" not in out and "WAITING_FOR_REMOTE_KVS" not in out
     native = " ".join(_out("plan", L8, "--gpu", "H100", "--kv-offloading-size", "64GiB").split())
-    assert "vLLM OffloadingConnector: every newly computed full block" in native and "LMCache (" not in native
+    assert "vLLM OffloadingConnector: every newly computed full" in native and "LMCache (" not in native
 
 
 def test_tier_table_and_sessions_table_count_the_same_chunks():

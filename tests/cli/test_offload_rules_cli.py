@@ -28,17 +28,17 @@ def test_store_threshold_and_arc_are_reported_with_their_sources():
     assert d["rules"]["eviction_policy"]["value"] == "arc"
     s = d["tier_stats"]
     # ONE's session, 16-token blocks, store_threshold 2 (a block's first offer is skipped, its second stores it; no
-    # host load, so each turn offers every block from its first; nothing evicted, so ARC stores as LRU would):
-    # t0 offers 2,375 computed tokens // 16 = 148 blocks: 148 skipped.
-    # t1 offers 2,913 // 16 = 182: blocks 0-147 stored (148); 148-179 skipped (32); 180-181 lie past its 45 whole
-    #    segments (2,880 tokens), keyed as t1's own: skipped (2).
-    # t2 offers 3,026 // 16 = 189: 148-179 stored (32); 180-187 (now a whole segment's, new keys) and its own tail
-    #    block 188 skipped (9).
-    # t3 offers its 3,074-token prompt, 192 blocks: 180-187 stored (8); 188-191 skipped (4). Its decode blocks are
-    #    offered when the request is freed, and under async scheduling the last step's finished requests are freed
-    #    after the next schedule, which the run does not have (fast/open_settle.py).
-    # stored 148 + 32 + 8 = 188; skipped 148 + 34 + 9 + 4 = 195.
-    assert (s["stored_units"], s["stores_skipped"], s["evicted_units"], s["host_hit_tokens"]) == (188, 195, 0, 0)
+    # host load, so each turn offers every block from its first; nothing evicted, so ARC stores as LRU would). vLLM
+    # 0.33.0 offers prompt blocks only (offload_prompt_only, default True: _calc_num_offloadable_tokens caps at the
+    # prompt). A turn's blocks are keyed by segment through its prompt's and output's whole segments (t0: 37, 2,368
+    # tokens; t1: 45; t2: 47; t3's prompt: 48), so every block offered below is keyed by segment, shared with the
+    # next turn:
+    # t0 offers its 2,221-token prompt // 16 = 138 blocks: 138 skipped.
+    # t1 offers 2,649 // 16 = 165: blocks 0-137 stored (138); 138-164 skipped (27).
+    # t2 offers 2,987 // 16 = 186: 138-164 stored (27); 165-185 skipped (21; t1 never offered its output blocks).
+    # t3 offers 3,074 // 16 = 192: 165-185 stored (21); 186-191 skipped (6).
+    # stored 138 + 27 + 21 = 186; skipped 138 + 27 + 21 + 6 = 192.
+    assert (s["stored_units"], s["stores_skipped"], s["evicted_units"], s["host_hit_tokens"]) == (186, 192, 0, 0)
     assert "disk" not in s and "write_back_s" not in s
     plain = cli_json(*BASE, "--kv-offloading-size", "64")  # no rule on: neither key is written
     assert "rules" not in plain and "stores_skipped" not in plain["tier_stats"]

@@ -116,7 +116,7 @@ def test_a_disk_tier_under_vllms_native_connector_is_said_to_be_a_what_if():
     assert not any(n.startswith("vLLM OffloadingConnector: every newly computed") for n in alone["notes"])
     native = json.loads(run(*base, "--kv-offloading-size", "256").stdout)["kv_tiers"]["notes"]
     assert native[0].startswith("vLLM's native OffloadingConnector has a CPU tier only")
-    assert native[1].startswith("vLLM OffloadingConnector: every newly computed full block")
+    assert native[1].startswith("vLLM OffloadingConnector: every newly computed full prompt block")
     # LMCache's local_disk is a real tier below its CPU chunks: no such note
     lm = json.loads(run(*base, "--kv-offloading-size", "256", "--kv-offloading-backend", "lmcache").stdout)
     assert not any("sizing what-if" in n for n in lm["kv_tiers"]["notes"])

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from kvledger.accounting.kv_tier_rules import LMCACHE_CHUNK_TOKENS, LMCACHE_MP_FROM, rules_version
+from kvledger.accounting.kv_tier_rules import (
+    LMCACHE_CHUNK_TOKENS,
+    LMCACHE_MP_FROM,
+    OFFLOAD_PROMPT_ONLY_FROM,
+    rules_version,
+)
 
 __all__ = ["tier_notes", "refuse_empty_host_tier"]
 
@@ -29,7 +34,11 @@ def tier_notes(plan, tiers, out, priced_by: str = "the plan's roofline") -> list
         opt_in = ("ARC and store_threshold reuse gating are opt-in extra_config in 0.33.0"
                   if rules_version(plan.settings.engine_version) >= (0, 33, 0) else
                   "ARC is opt-in extra_config, eviction_policy, as from vLLM 0.11.1")
-        notes.append("vLLM OffloadingConnector: every newly computed full block is stored to the CPU tier as it is "
+        prompt_only = (rules_version(plan.settings.engine_version) >= OFFLOAD_PROMPT_ONLY_FROM
+                       if tiers.offload_prompt_only is None else tiers.offload_prompt_only)
+        which = ("full prompt block (offload_prompt_only, default from 0.23.0; generated blocks are not stored)"
+                 if prompt_only else "full block")
+        notes.append(f"vLLM OffloadingConnector: every newly computed {which} is stored to the CPU tier as it is "
                      f"computed (write-through, kv_offload LRU; {opt_in}); a request whose prefix hits the CPU tier "
                      "waits for the load (WAITING_FOR_REMOTE_KVS) before it is scheduled, so the load is on its TTFT, "
                      "not on the step")

@@ -76,6 +76,8 @@ class TierSettings:
         store_threshold / eviction_policy: vLLM's native connector's opt-in reuse gate (offers, < 2: off) and host
             cache policy (None: lru), simulated only. hicache_storage_prefetch_policy: SGLang's storage prefetch
             (None: timeout, SGLang's default), simulated only.
+        offload_prompt_only: vLLM's native connector stores prompt blocks only (kv_connector_extra_config, from
+            0.23.0; None: the release's default, True from 0.23.0), simulated only.
         nvme_gib: a local-disk tier (LMCache ``local_disk`` / SGLang ``--hicache-storage-backend file``), GiB per GPU.
         remote_gib: a remote store (LMCache remote / SGLang mooncake backend), GiB per GPU.
         nvme_read_bytes_per_s / nvme_write_bytes_per_s / network_bytes_per_s: tier bandwidths, B/s (assumptions).
@@ -99,6 +101,7 @@ class TierSettings:
     store_threshold: int | None = None
     eviction_policy: str | None = None
     hicache_storage_prefetch_policy: str | None = None
+    offload_prompt_only: bool | None = None
     engine_flag: str = "--engine"
 
     @property
@@ -112,6 +115,8 @@ class TierSettings:
 
         d = asdict(self)
         del d["engine_flag"]
+        if self.offload_prompt_only is None:  # its default is the release's: named only when given
+            del d["offload_prompt_only"]
         return {**d, "hicache_write_policy": self.write_policy, "store_threshold": self.store_threshold or 0,
                 "eviction_policy": self.eviction_policy or "lru",
                 "hicache_storage_prefetch_policy": self.hicache_storage_prefetch_policy or "timeout"}

@@ -30,7 +30,7 @@ def simulate(model: str, gpu: str, *, trace: str | None = None, prompt_lengths: 
              output_lengths: str | None = None, arrival_cv: float | None = None, rate: float | None = None,
              rate_scale: float | None = None, num_requests: int | None = None, seed: int | None = None,
              concurrency: int | None = None, think_time: float | None = None, shared_prefix_tokens: int | None = None,
-             document_pool: str | None = None,
+             document_pool: str | None = None, offload_prompt_only: bool | None = None,
              policy: str | None = None, engine_version: str | None = None, tp: int | None = None,
              enable_expert_parallel: bool | None = None, max_model_len: int | str | None = None,
              ep_size: int | None = None,  # SGLang's --ep-size (with policy sglang)
@@ -163,7 +163,7 @@ def goodput(model: str, gpu: str, *, slo: str, target: float | None = None, axis
             arrival_cv: float | None = None, rate: float | None = None, rate_scale: float | None = None,
             num_requests: int | None = None, seed: int | None = None, concurrency: int | None = None,
             think_time: float | None = None, shared_prefix_tokens: int | None = None, policy: str | None = None,
-            document_pool: str | None = None,
+            document_pool: str | None = None, offload_prompt_only: bool | None = None,
             engine_version: str | None = None, tp: int | None = None, enable_expert_parallel: bool | None = None,
             ep_size: int | None = None,  # SGLang's --ep-size (with policy sglang)
             max_model_len: int | str | None = None, gpu_memory_utilization: float | None = None,

@@ -43,10 +43,14 @@ class TierFlags:
         "vLLM 0.33 native offloading, simulated: store a block on its Nth offer, count (≥ 2; 0 or 1: off, default)."))
     eviction_policy: str | None = flag("--eviction-policy", help=(
         "vLLM native offloading, simulated: the host cache's policy, lru (default) or arc."))
+    offload_prompt_only: bool | None = flag("--offload-prompt-only/--no-offload-prompt-only", help=(
+        "vLLM native offloading, simulated: store prompt blocks only (on by default from vLLM 0.23.0, its "
+        "kv_connector_extra_config offload_prompt_only); --no-offload-prompt-only also stores generated blocks, as "
+        "before 0.23.0, so a session's next turn can load the previous output from the host."))
     hicache_storage_prefetch_policy: str | None = flag("--hicache-storage-prefetch-policy", help=(
         "SGLang, with --kv-tier-nvme: storage prefetch policy; only wait_complete is simulated (SGLang's default "
         "timeout and best_effort are refused)."))
 
 
 #: TierFlags fields only the simulator uses (``simulate``, ``offload``): ``plan`` sizes tiers, it runs no rule
-SIM_ONLY = ("store_threshold", "eviction_policy", "hicache_storage_prefetch_policy")
+SIM_ONLY = ("store_threshold", "eviction_policy", "offload_prompt_only", "hicache_storage_prefetch_policy")

@@ -53,6 +53,7 @@ def tier_settings(t: TierFlags, *, engine_flag: str = "--engine", **extra: Any) 
                         network_bytes_per_s=NETWORK_BYTES_PER_S if t.network_bandwidth is None else
                         t.network_bandwidth * 1e9,
                         store_threshold=t.store_threshold, eviction_policy=evict.lower() if evict else None,
+                        offload_prompt_only=t.offload_prompt_only,
                         hicache_storage_prefetch_policy=policy.lower() if policy else None, engine_flag=engine_flag,
                         **extra)
 

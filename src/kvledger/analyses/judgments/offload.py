@@ -9,12 +9,13 @@ from typing import Any
 import numpy as np
 
 from kvledger.accounting import kv_tier_rules
-from kvledger.accounting.kv_tier_rules import EVICTION_POLICIES, LMCACHE_CHUNK_TOKENS, TierSettings, rules_version
+from kvledger.accounting.kv_tier_rules import LMCACHE_CHUNK_TOKENS, TierSettings, rules_version
 from kvledger.accounting.kv_tiers import TierPlan, build_tier_plan
 from kvledger.accounting.max_model_len import config_len
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import PlanSettings
 from kvledger.analyses.judgments.offload_cost import tier_cost
+from kvledger.analyses.judgments.offload_host_rules import host_rules
 from kvledger.analyses.judgments.offload_verdict import NEGLIGIBLE_HOST_HIT_RATE, tier_judgment
 from kvledger.analyses.serving.plan_pricing import PricingFlags, priced_by_run, priced_settings, simulate_step_cost
 from kvledger.analyses.serving.session_notes import left_out_note, model_default_plan
@@ -194,33 +195,10 @@ def host_unit_name(radix: bool, chunk: int) -> str:
     return "segment" if radix else "chunk" if chunk else "block"
 
 
-def _host_rules(settings: PlanSettings, tiers: TierSettings, native: bool) -> tuple[int, str]:
-    """(store threshold, eviction policy) of the host cache, each refused where its engine or release has none."""
-    store_threshold = 0 if tiers.store_threshold is None else tiers.store_threshold
-    eviction_policy = tiers.eviction_policy or "lru"
-    if isinstance(store_threshold, bool) or not isinstance(store_threshold, int) or store_threshold < 0:
-        raise InputError(f"--store-threshold must be a whole number ≥ 0 (vLLM: < 2 turns the gate off), got "
-                         f"{store_threshold!r}")
-    if store_threshold >= 2 and not native:
-        raise InputError("--store-threshold is an option of vLLM's native CPU offloading (kv_connector_extra_config "
-                         "store_threshold, read in vLLM 0.33.0's CPUOffloadingSpec); SGLang HiCache and LMCache have "
-                         f"no such gate. Drop it, or use {tiers.engine_flag} vllm with --kv-offloading-backend native.")
-    if store_threshold >= 2 and rules_version(settings.engine_version) < (0, 33, 0):
-        raise InputError(f"--store-threshold: kvledger read the reuse gate in vLLM 0.33.0's offloading code, not in "
-                         f"{settings.engine_version}'s. Plan --engine-version 0.33.0, or drop the flag.")
-    if eviction_policy not in EVICTION_POLICIES:
-        raise InputError(f"--eviction-policy must be lru or arc (vLLM's OffloadingConnector policies), got "
-                         f"{eviction_policy!r}")
-    if eviction_policy == "arc" and not native:
-        raise InputError("--eviction-policy is the native OffloadingConnector's option (kv_connector_extra_config "
-                         "eviction_policy); LMCache's and SGLang HiCache's host caches are LRU here. Drop it, or use "
-                         f"{tiers.engine_flag} vllm with --kv-offloading-backend native.")
-    return store_threshold, eviction_policy
-
-
 def sim_host_tier(tp: TierPlan, settings: PlanSettings, tiers: TierSettings, unit: int, chunk: int) -> HostTier:
     """The simulator's host tier for the plan's (``unit`` tokens per host unit; ``chunk``: LMCache's chunk or 0), with
-    vLLM's opt-in host-cache rules (``tiers.store_threshold``, ``tiers.eviction_policy``) and the plan's NVMe tier
+    vLLM's host-cache rules (``tiers.store_threshold``, ``tiers.eviction_policy``, ``tiers.offload_prompt_only``:
+    offload_host_rules.py) and the plan's NVMe tier
     below it: LMCache's local_disk or SGLang HiCache's file storage backend (``tiers.hicache_storage_prefetch_policy``).
     The one builder of the host tier: ``offload`` and ``simulate`` (``analyses/serving/sim_tiers.py``) both call it.
 
@@ -233,7 +211,7 @@ def sim_host_tier(tp: TierPlan, settings: PlanSettings, tiers: TierSettings, uni
                          f"--kv-offloading-backend native|lmcache) or, with {tiers.engine_flag} sglang, "
                          "--enable-hierarchical-cache (--hicache-ratio or --hicache-size)")
     native, version = settings.engine == "vllm" and not chunk, rules_version(settings.engine_version)
-    store_threshold, eviction_policy = _host_rules(settings, tiers, native)
+    store_threshold, eviction_policy, prompt_only = host_rules(settings, tiers, native)
     disk_units = remote_units = 0
     if disk_t is not None and remote_t is not None and settings.engine == "sglang":
         raise InputError("--kv-tier-nvme and --kv-tier-remote together: SGLang HiCache takes one storage backend "
@@ -266,7 +244,7 @@ def sim_host_tier(tp: TierPlan, settings: PlanSettings, tiers: TierSettings, uni
                     remote_capacity_units=remote_units,
                     remote_read_bytes_per_s=remote_t.read_bytes_per_s if remote_t else 0.0,
                     load_in_step=bool(chunk) and version < kv_tier_rules.LMCACHE_MP_FROM,
-                    prompt_only=native and version >= kv_tier_rules.OFFLOAD_PROMPT_ONLY_FROM)
+                    prompt_only=prompt_only)
 
 
 def sim_rules(host: HostTier) -> dict[str, Any] | None:

@@ -49,8 +49,12 @@ DEFAULT_SESSIONS = 200  # as `kvledger offload --sessions`
 DEFAULT_SESSION_RATE = 0.2  # session starts per second, as `kvledger offload --session-rate`
 
 _RULES = {
-    "vllm": "vLLM OffloadingConnector: write-through store of every completed block; the request's host-resident "
-            "continuation of its HBM hit is loaded before it is scheduled (the load is on its TTFT)",
+    "vllm": "vLLM OffloadingConnector: write-through store of every completed block, prompt and generated; the "
+            "request's host-resident continuation of its HBM hit is loaded before it is scheduled (the load is on its "
+            "TTFT)",
+    "vllm_prompt": "vLLM OffloadingConnector: write-through store of every completed prompt block (offload_prompt_only,"
+                   " default from 0.23.0: generated blocks are not stored); the request's host-resident continuation "
+                   "of its HBM hit is loaded before it is scheduled (the load is on its TTFT)",
     "lmcache": "LMCache under vLLM 0.33.0 (LMCacheMPConnector): whole 256-token chunks of the prompt stored; the "
                "chunks from the prompt's start beyond the HBM hit loaded before the request is scheduled",
     "lmcache_in_step": "LMCache under vLLM before 0.33.0 (LMCacheConnectorV1, load_async False): whole 256-token "
@@ -109,7 +113,7 @@ def _rule(engine: str, tiers: TierSettings, host: HostTier) -> str:
         return _RULES["sglang"].format(policy=tiers.write_policy)
     if tiers.kv_offloading_backend == "lmcache":
         return _RULES["lmcache_in_step" if host.load_in_step else "lmcache"]
-    return _RULES["vllm"]
+    return _RULES["vllm_prompt" if host.prompt_only else "vllm"]
 
 
 def run_with_tier(setup: SimSetup, tiers: TierSettings, *, record_steps: bool = False,
