@@ -6,13 +6,13 @@ vLLM (``distributed/kv_transfer/kv_connector/v1/offloading_connector.py``, 0.11.
 * Store, write-through: after each schedule, every block that the scheduled tokens complete is offered to the CPU
   tier (``_get_reqs_to_store``); ``prepare_store`` skips blocks already there and evicts least-recently-used CPU
   blocks to make room (a run at once, or not at all). Stores are asynchronous, off the step's critical path.
-  0.19.0–0.22.0 offer every full block, prompt and generated (``_get_reqs_to_store`` up to
-  ``min(computed + scheduled, num_tokens)``); from 0.23.0 only the prompt's full blocks unless the user turns
-  ``kv_connector_extra_config`` ``offload_prompt_only`` (default True, ``v1/kv_offload/base.py`` OffloadingSpec) off:
-  0.23.0 ``_build_store_jobs`` and 0.33.0 ``_calc_num_offloadable_tokens`` cap the offloadable tokens at
-  ``num_prompt_tokens``, so a session's next turn finds its previous turn's output only in HBM.
-  (Here: prompt blocks when they are scheduled; blocks a pure-decode stretch fills are offered when the request
-  frees them, none with ``prompt_only``.)
+  0.19.0–0.22.0 offer every full block, prompt and generated (0.19.0 ``_get_reqs_to_store``, 0.22.0
+  ``_build_store_jobs``: up to ``min(computed + scheduled, num_tokens)``); from 0.23.0 only the prompt's full blocks
+  unless the user turns ``kv_connector_extra_config`` ``offload_prompt_only`` (default True, ``v1/kv_offload/base.py``
+  OffloadingSpec) off: 0.23.0 ``_build_store_jobs`` and 0.33.0 ``_calc_num_offloadable_tokens`` cap the offloadable
+  tokens at ``num_prompt_tokens``, so a session's next turn finds its previous turn's output only in HBM. (Here:
+  prompt blocks when they are scheduled; blocks a pure-decode stretch fills are offered when the request frees them,
+  none with ``prompt_only``.)
 * Load (``offloading/scheduler.py : get_num_new_matched_tokens``, ``update_state_after_alloc`` and
   ``v1/core/sched/scheduler.py : schedule``, 0.33.0): when the scheduler reaches a request at the head of its waiting
   queue (FCFS), every full block of it is touched in the CPU tier, which is then looked up from the end of its GPU
