@@ -169,7 +169,8 @@ def test_simulate_goodput_and_cost_take_the_same_workload_and_engine_flags():
     sessions = {"--workload", "--sessions", "--session-rate"}
     tiers = {"--kv-offloading-size", "--kv-offloading-backend", "--enable-hierarchical-cache", "--hicache-ratio",
              "--hicache-size", "--hicache-write-policy", "--hicache-storage-prefetch-policy", "--store-threshold",
-             "--eviction-policy", "--kv-tier-nvme", "--nvme-read-bandwidth", "--kv-tier-remote", "--network-bandwidth"}
+             "--eviction-policy", "--offload-prompt-only", "--kv-tier-nvme", "--nvme-read-bandwidth",
+             "--kv-tier-remote", "--network-bandwidth"}
     assert sessions | tiers <= sim
     common = sim - sessions - tiers
     for command in ("goodput", "cost"):
