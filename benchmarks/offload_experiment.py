@@ -21,6 +21,7 @@ from kvledger.accounting.kv_tier_rules import TierSettings
 from kvledger.accounting.kv_tiers import build_tier_plan
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import make_settings
+from kvledger.analyses.judgments.offload_host_rules import host_rules
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model
 from kvledger.dynamics.engine.config import EngineConfig
@@ -59,7 +60,10 @@ def main() -> None:
             else TierSettings(kv_offloading_size_gib=max(ratio, 1e-9) * hbm_tokens * 131072 / 2**30)
         t_host = build_tier_plan(plan, ts).tier("host_dram") if ratio else None
         units = t_host.capacity_tokens // unit_tokens if t_host else 0
-        host = HostTier(units, 131072, t_host.read_bytes_per_s if t_host else 51.2e9, 51.2e9)
+        # vLLM's native connector stores prompt blocks only from 0.23.0 (offload_prompt_only): the release's rule, as
+        # sim_host_tier takes it from host_rules
+        prompt_only = host_rules(plan.settings, ts, a.engine == "vllm")[2]
+        host = HostTier(units, 131072, t_host.read_bytes_per_s if t_host else 51.2e9, 51.2e9, prompt_only=prompt_only)
         t = time.perf_counter()
         run = simulate_offload(loop, cfg, cost, host, compare=ratio == 0.0, record_token_times=False)
         w = time.perf_counter() - t

@@ -17,6 +17,7 @@ from kvledger.accounting.kv_tier_rules import TierSettings
 from kvledger.accounting.kv_tiers import build_tier_plan
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import make_settings
+from kvledger.analyses.judgments.offload_host_rules import host_rules
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model
 from kvledger.dynamics.engine.config import EngineConfig
@@ -80,8 +81,10 @@ def main() -> None:
             if disk_t is not None:
                 opts.update(disk_capacity_units=disk_t.capacity_tokens // unit,
                             disk_read_bytes_per_s=disk_t.read_bytes_per_s)
+            # the release's store rule (vLLM native from 0.23.0: prompt blocks only), as sim_host_tier takes it
+            prompt_only = host_rules(plan.settings, ts, engine == "vllm")[2]
             host = HostTier(host_t.capacity_tokens // unit, tp.bytes_per_token, host_t.read_bytes_per_s,
-                            host_t.write_bytes_per_s, chunk_tokens=chunk, **opts)
+                            host_t.write_bytes_per_s, chunk_tokens=chunk, prompt_only=prompt_only, **opts)
             t0 = time.process_time()
             run = simulate_offload(loop, cfg, plan.step_cost(), host, record_token_times=False)
             _row(f"{engine} {name}", run, time.process_time() - t0)
