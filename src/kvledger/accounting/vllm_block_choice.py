@@ -9,7 +9,7 @@ from kvledger.accounting.kvlayout_packed import DSV4_BLOCK_SIZE
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.vllm_mla_blackwell import blackwell_mla_block
 from kvledger.accounting.vllm_mla_fp8 import hopper_mla_fp8_block
-from kvledger.accounting.vllm_mla_given import given_mla_block
+from kvledger.accounting.vllm_mla_given import given_mla_block, given_sparse_mla_block
 from kvledger.accounting.vllm_sparse_mla import SPARSE_MLA_BLOCK_SIZE, sparse_mla_choice, sparse_mla_layer, wheel_read
 from kvledger.catalog.layers import MLAAttention, StateLayer
 from kvledger.catalog.modelspec import ModelSpec
@@ -20,8 +20,9 @@ __all__ = ["vllm_block_size", "dsv4_block_size", "dsv4_reservation_note", "mamba
 
 def vllm_block_size(model: ModelSpec, s: PlanSettings, ver, arch: str, dsv4: bool,
                     capability: int | None = None) -> tuple[int, str]:
-    """(block size, where it came from): the user's (for dense MLA on vLLM ≤0.17.1 the one the MLA backend forces
-    where it does not take the user's: ``vllm_mla_given``), DeepSeek-V4's only one, or vLLM's default for the backend
+    """(block size, where it came from): the user's (for MLA, dense or sparse, on vLLM ≤0.17.1 the one the MLA
+    backend forces where it does not take the user's: ``vllm_mla_given``), DeepSeek-V4's only one, or vLLM's default
+    for the backend
     (``capability``: the GPU's exact compute capability, for the rules that test one: ``vllm_mla_blackwell``)."""
     if dsv4:
         block = dsv4_block_size(ver, s.block_size)
@@ -32,7 +33,9 @@ def vllm_block_size(model: ModelSpec, s: PlanSettings, ver, arch: str, dsv4: boo
     dense = mla and not any(map(sparse_mla_layer, model.layers))  # sparse MLA unread for this version: rule as was
     nope = next((layer.qk_nope_head_dim for layer in model.layers if isinstance(layer, MLAAttention)), 0)
     if s.block_size:  # vLLM ≤0.17.1 replaces a size the MLA backend's kernels do not take (vllm_mla_given)
-        return given_mla_block(ver, arch, capability, nope, s.block_size) if dense else (s.block_size, "given")
+        if dense:
+            return given_mla_block(ver, arch, capability, nope, s.block_size)
+        return given_sparse_mla_block(ver, s.block_size) if mla else (s.block_size, "given")
     sparse = sparse_mla_choice(model, ver, arch, s.kv_cache_dtype, s.tp)
     if sparse is not None:
         return SPARSE_MLA_BLOCK_SIZE, (f"vLLM {wheel_read(ver)} sparse MLA: {sparse.backend} takes multiples of 64 "

@@ -14,17 +14,24 @@ a given size meets the same forcing as the default one:
 
 Each logs "Forcing kv cache block size to N for … backend". From 0.18 ``update_block_size_for_backend`` returns at
 once when ``cache_config.user_specified_block_size`` ("User specified --block-size; keep it"; 0.18.0, 0.19.0, 0.33.0):
-the given size stands. Releases before 0.10.2 were not read: the given size is kept there. Sparse MLA (DeepSeek-V3.2)
-is not covered here.
+the given size stands. Releases before 0.10.2 were not read: the given size is kept there.
+
+Sparse MLA (DeepSeek-V3.2, ``use_sparse = hasattr(hf_config, "index_topk")``), same function, 0.11.0 (its first
+release; 0.10.2 has no ``use_sparse``), 0.11.1, 0.11.2, 0.12.0, 0.13.0, 0.14.1, 0.16.0, 0.17.1: on any CUDA GPU,
+``use_sparse and block_size != 64`` → 64, "Forcing kv cache block size to 64 for FlashMLASparse backend" (0.17.1 adds
+FLASHINFER_MLA_SPARSE only when the attention backend is named; by default FlashMLASparse's exact 64). So a given
+128 is replaced too. From 0.18 the given size is kept (``update_block_size_for_backend``), and the backend selector
+then tests it: FlashMLASparse takes multiples of 64 (``get_supported_kernel_block_sizes`` [64], 0.18.0 and 0.19.0).
 """
 
 from __future__ import annotations
 
 from kvledger.accounting.vllm_mla_blackwell import CUTLASS_MLA_BLOCK_TOKENS, FLASHINFER_MLA_BLOCK_TOKENS
 
-__all__ = ["given_mla_block"]
+__all__ = ["given_mla_block", "given_sparse_mla_block"]
 
 _READ = ((0, 10, 2), (0, 18, 0))  # [first, end): from 0.18 the user's --block-size is kept
+_SPARSE_READ = ((0, 11, 0), (0, 18, 0))  # [first, end) of the sparse forcing to exactly 64
 _MULTIPLES_FROM = (0, 11, 1)  # 0.10.2 and 0.11.0 test != 64 / != 128; 0.11.1 on test % 64 / % 128
 _FAMILY_FROM = (0, 13, 0)  # is_device_capability_family(100) replaces is_device_capability(100)
 _FLASHINFER_FROM = (0, 15, 0)  # FLASHINFER_MLA first on the family when qk_nope_head_dim == 128
@@ -64,3 +71,14 @@ def given_mla_block(ver: tuple[int, int, int], arch: str, capability: int | None
     return forced, (f"--block-size {given} given, but vLLM {v} replaces it: its MLA backend on {gpu}, {backend}, "
                     f"forces {forced} where {test} (platforms/cuda.py check_and_update_config, \"Forcing kv cache "
                     f"block size to {forced}\"); vLLM 0.18 and later keep a given --block-size")
+
+
+def given_sparse_mla_block(ver: tuple[int, int, int], given: int) -> tuple[int, str]:
+    """(block size, why) for a sparse MLA model (DeepSeek-V3.2) given ``--block-size given``: vLLM 0.11.0–0.17.1
+    force exactly 64 (module doc), else the given size."""
+    if not _SPARSE_READ[0] <= ver < _SPARSE_READ[1] or given == FLASHMLA_BLOCK_TOKENS:
+        return given, "given"
+    v, b = ".".join(map(str, ver)), FLASHMLA_BLOCK_TOKENS
+    return b, (f"--block-size {given} given, but vLLM {v} replaces it: a sparse MLA model (index_topk) is forced to "
+               f"{b} where block_size != {b} (platforms/cuda.py check_and_update_config, \"Forcing kv cache block "
+               f"size to {b} for FlashMLASparse backend\"); vLLM 0.18 and later keep a given --block-size")
