@@ -8,6 +8,7 @@ from pathlib import PurePath
 from typing import Any
 
 from kvledger.analyses.serving import notes as N
+from kvledger.calibration.served_by import other_server_note
 
 __all__ = ["record_name", "pool_note", "overridden", "record_overrides"]
 
@@ -53,6 +54,9 @@ def record_overrides(args: Any, rec: Any, run: Any) -> list[str]:
                    f"{run.source} names {_ENGINES[rec.backend]} as the server it measured (backend "
                    f"\"{rec.backend}\"): the errors are those of another engine than the one that ran; drop --engine "
                    "to replay the engine the file names")
+    extra = run.measured.metadata.extra if run.measured is not None else {}
+    if other := other_server_note(extra, _ENGINES[given or "vllm"]):
+        out.append(other)
     if over := overridden(args, rec):
         out.append(f"the command line overrides the run's own record ({record_name(run)}): {over}; the replay is of "
                    "the flags, not of what ran")
