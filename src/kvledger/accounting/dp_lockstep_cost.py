@@ -82,6 +82,15 @@ class LockstepStepCost:
         self.gatherv_latency_s = grouped_broadcast_latency_s(inner.gpu, dp, min(dp, nnodes))
         self._moe: dict[int, float] = {}
 
+    @property
+    def tp_groups(self) -> int:
+        """TP groups the ranks fill: vLLM's N ranks each run their own --tp GPUs (DP × TP GPUs in all), count."""
+        return self.dp
+
+    def layout_text(self, tp: int) -> str:
+        """The ranks' GPUs in the engine's words: ``DP 8 × TP 1``."""
+        return f"DP {self.dp} × TP {tp}"
+
     def rank_tokens(self, shapes: list) -> tuple[list[int], int, bool]:
         """(each rank's tokens as its MoE layers and collectives take them, the tokens of all ranks the MoE layers
         run over, whether DP padding applied): idle ranks 1, every rank at the largest count when all fit a CUDA

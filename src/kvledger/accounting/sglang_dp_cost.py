@@ -73,6 +73,15 @@ class SglangDpStepCost(LockstepStepCost):
         self.dense_layers = inner.model.num_layers - self.moe_layers
         self.topk = inner.model.experts_per_token
 
+    @property
+    def tp_groups(self) -> int:
+        """SGLang's DP attention runs its ranks inside the one --tp group (DP N × attention TP 1 = N GPUs): 1."""
+        return 1
+
+    def layout_text(self, tp: int) -> str:
+        """``DP attention 8 in TP 8`` (attention TP 1 a rank)."""
+        return f"DP attention {self.dp} in TP {tp}"
+
     def rank_tokens(self, shapes: list) -> tuple[list[int], int, bool]:
         """(each rank's own tokens: 0 for an idle rank's IDLE batch, the rows a gathered MLP layer runs over, whether
         MAX_LEN padding applied)."""

@@ -1,9 +1,9 @@
 """The parallelism flags of the simulator-based commands beyond TP (``kvledger plan`` models their memory:
 accounting/dp_attention.py): ``simulate``, ``goodput``, ``cost`` and ``report`` simulate vLLM's DP ranks of a MoE
-model in lock-step (``SimDataParallelFlags``, through :func:`with_dp`; analyses/serving/sim_dp.py); ``simulate`` also
-SGLang's DP attention (analyses/serving/sim_sglang_dp.py), the others refuse it; ``simulate``, ``goodput --simulate``
-and ``cost --simulate`` simulate vLLM's pipeline stages (analyses/serving/sim_pp.py), ``report`` refuses them;
-``search`` takes a DP axis (``SearchDataParallelFlags``)."""
+model in lock-step (``SimDataParallelFlags``, through :func:`with_dp`; analyses/serving/sim_dp.py); all but
+``report`` also SGLang's DP attention (analyses/serving/sim_sglang_dp.py), which ``report`` refuses; ``simulate``,
+``goodput --simulate`` and ``cost --simulate`` simulate vLLM's pipeline stages (analyses/serving/sim_pp.py),
+``report`` refuses them; ``search`` takes a DP axis (``SearchDataParallelFlags``)."""
 
 from __future__ import annotations
 
@@ -19,9 +19,10 @@ DP_REFUSAL = (
     "{flags}: `kvledger plan` models data-parallel attention's memory (vLLM --data-parallel-size with "
     "--enable-expert-parallel, SGLang --enable-dp-attention --dp-size: the weights per GPU, each DP rank's KV pool, "
     "requests per rank and in all), but the simulator steps one TP group per replica and does not yet model DP ranks "
-    "stepping together in this command (`kvledger simulate` does, for vLLM's --data-parallel-size with "
-    "--enable-expert-parallel on a MoE model and SGLang's --enable-dp-attention), so it cannot take them; plan the "
-    "memory with `kvledger plan ... {flags}`, simulate the DP ranks with `kvledger simulate`, or run this command "
+    "stepping together in this command (`kvledger simulate`, `goodput --simulate` and `cost --simulate` do, for "
+    "vLLM's --data-parallel-size with --enable-expert-parallel on a MoE model and SGLang's --enable-dp-attention), so "
+    "it cannot take them; plan the memory with `kvledger plan ... {flags}`, simulate the DP ranks with `kvledger "
+    "simulate`, or run this command "
     "without them (--tp for one replica, --replicas for independent ones)")
 """The refusal, formatted with the flags given."""
 _SG_WORKS = ("simulate takes SGLang's DP attention as --engine sglang --tp N --ep-size N --enable-dp-attention "
@@ -31,18 +32,18 @@ _SG_WORKS = ("simulate takes SGLang's DP attention as --engine sglang --tp N --e
 @dataclass(frozen=True, slots=True)
 class SimDataParallelFlags:
     """``kvledger simulate``'s parallelism beyond TP: vLLM's --data-parallel-size (simulated for a MoE model with
-    --enable-expert-parallel: sim_dp.py), SGLang's --enable-dp-attention with --moe-a2a-backend (simulate only:
-    sim_sglang_dp.py) and vLLM's --pp (sim_pp.py)."""
+    --enable-expert-parallel: sim_dp.py), SGLang's --enable-dp-attention with --moe-a2a-backend (sim_sglang_dp.py;
+    report refuses them) and vLLM's --pp (sim_pp.py)."""
 
     data_parallel_size: int | None = flag("--data-parallel-size", "--dp-size", "-dp", help=(
         "vLLM's DP ranks of a MoE model (with --enable-expert-parallel): N engine cores on N × TP GPUs, each its own "
         "scheduler and KV pool, stepping in lock-step behind vLLM's load balancer."))
     enable_dp_attention: bool = flag("--enable-dp-attention", default=False, help=(
-        "SGLang's DP attention (--engine sglang, with --dp-size N = --tp and --ep-size N; simulate only): N DP ranks "
+        "SGLang's DP attention (--engine sglang, with --dp-size N = --tp and --ep-size N; not report): N DP ranks "
         "in lock-step, each its own scheduler and KV pool, routed round robin, the MoE layers over every rank's "
         "tokens."))
     moe_a2a_backend: str | None = flag("--moe-a2a-backend", help=(
-        "SGLang's MoE all-to-all backend under --enable-dp-attention (simulate): none (default: every rank's tokens "
+        "SGLang's MoE all-to-all backend under --enable-dp-attention: none (default: every rank's tokens "
         "gathered) or deepep (dispatch and combine)."))
     pp: int | None = flag("--pp", "--pipeline-parallel-size", help=(
         "vLLM's pipeline stages, each --tp GPUs with its share of the layers and their KV: the release's pipeline "
@@ -75,8 +76,8 @@ class SearchDataParallelFlags:
         "(N × TP GPUs) with --enable-expert-parallel, simulated in lock-step as `kvledger simulate` does (default: "
         "1, none); refused for a dense model, whose DP ranks are the replicas the search already sizes."))
     enable_dp_attention: bool = flag("--enable-dp-attention", default=False, help=(
-        "SGLang's DP attention: simulated by `kvledger simulate` only (`kvledger plan` models its memory); refused "
-        "here."))
+        "SGLang's DP attention: simulated by `kvledger simulate`, `goodput --simulate` and `cost --simulate` "
+        "(`kvledger plan` models its memory); refused here."))
     all2all_backend: str | None = flag("--all2all-backend", help=(
         "vLLM's expert-parallel all-to-all backend for every DP candidate (VLLM_ALL2ALL_BACKEND before 0.11.1): the "
         "rows each GPU's MoE layers run in the profile, as `kvledger plan --all2all-backend` counts them."))
@@ -86,12 +87,12 @@ class SearchDataParallelFlags:
             raise InputError(DP_REFUSAL.format(flags="--enable-dp-attention"))
 
 
-def with_dp(args, dp: SimDataParallelFlags | None, refused_with: str | None = None, dp_attention: bool = False):
+def with_dp(args, dp: SimDataParallelFlags | None, refused_with: str | None = None, dp_attention: bool = True):
     """``args`` (a ``SimRequestArgs``) with ``--data-parallel-size`` above 1, checked (``sim_dp.check_dp_request``):
     the one path simulate, goodput --simulate and cost --simulate take to vLLM's DP ranks in lock-step; ``args``
-    unchanged without it. ``refused_with``: what the command runs that the lock-step simulation does not serve
-    (sessions, a host KV tier), refused with the DP ranks. ``dp_attention``: the command simulates SGLang's DP
-    attention (simulate); refused otherwise.
+    unchanged without it; SGLang's DP attention the same way (``sim_sglang_dp.py``). ``refused_with``: what the command
+    runs that the lock-step simulation does not serve (sessions, a host KV tier), refused with the DP ranks.
+    ``dp_attention``: False where the command does not simulate SGLang's DP attention (report), which refuses it.
 
     Raises:
         InputError: ``refused_with`` given, or what ``check_dp_request`` refuses.
@@ -120,12 +121,13 @@ def with_dp(args, dp: SimDataParallelFlags | None, refused_with: str | None = No
 
 
 def _with_dp_attention(args, dp: SimDataParallelFlags, simulated: bool):
-    """``args`` with SGLang's DP attention and all-to-all backend (simulate: sim_sglang_dp.py), else refused."""
+    """``args`` with SGLang's DP attention and all-to-all backend (sim_sglang_dp.py); refused unless ``simulated``."""
     import dataclasses
 
     if not simulated:
         raise InputError("--enable-dp-attention: SGLang's DP attention is planned (`kvledger plan --engine sglang "
-                         "--enable-dp-attention --dp-size N`) and simulated by `kvledger simulate` only; drop it here")
+                         "--enable-dp-attention --dp-size N`) and simulated by `kvledger simulate`, `goodput "
+                         "--simulate` and `cost --simulate`, not by this command; drop it here")
     if (dp.data_parallel_size or 1) == 1 or not dp.enable_dp_attention:
         given = "--enable-dp-attention" if dp.enable_dp_attention else f"--moe-a2a-backend {dp.moe_a2a_backend}"
         raise InputError(f"{given} needs --enable-dp-attention with --dp-size above 1: {_SG_WORKS}")

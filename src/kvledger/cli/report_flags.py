@@ -208,11 +208,11 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
                          peak_to_mean=b.peak_to_mean,
                          # static batching and contiguous KV are not simulated under --pp (sim_pp.check_pp_request)
                          with_engine_savings=engine.get("policy") is None and "pp" not in engine, tier=tier)
-    if "data_parallel_size" in engine or "pp" in engine:  # checked as cost --simulate checks them
+    if "data_parallel_size" in engine or "pp" in engine or (dp and (dp.enable_dp_attention or dp.moe_a2a_backend)):
         from kvledger.analyses.serving.decision_data import sim_args
         from kvledger.cli.dp_flags import with_dp
 
-        with_dp(dataclasses.replace(sim_args(req), data_parallel_size=None), dp)
+        with_dp(dataclasses.replace(sim_args(req), data_parallel_size=None), dp, dp_attention=False)
     return req
 
 

@@ -94,7 +94,7 @@ def _with_dp(args, dp, session_run: bool, tier):
     from kvledger.cli.dp_flags import with_dp
 
     return with_dp(args, dp, "the session flags" if session_run else "the host KV tier flags" if tier is not None
-                   else None, dp_attention=True)  # SGLang's DP attention: simulate only (sim_sglang_dp.py)
+                   else None)
 
 
 def _render(payload, out: Path | None, gpu: str, sessions) -> None:

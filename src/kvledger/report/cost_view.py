@@ -65,9 +65,9 @@ def _print_capacity(con: Any, rep: Any, sim: Any, basis: CapacityBasis, n_source
 
     cap = rep.capacity
     if sim is not None:
-        dp = f"DP {n} × " if (n := getattr(sim.setup.cost, "dp", 1)) > 1 else ""  # vLLM's DP ranks in lock-step
+        lay = getattr(sim.setup.cost, "layout_text", lambda tp: f"TP {tp}")(sim.setup.tp)  # DP ranks in lock-step
         pp = f" × PP {n}" if (n := getattr(sim.setup.cost, "pp", 1)) > 1 else ""  # vLLM's pipeline stages
-        con.print(f"one deployment unit = {_n(sim.replicas, 'replica')} × {dp}TP {sim.setup.tp}{pp} = "
+        con.print(f"one deployment unit = {_n(sim.replicas, 'replica')} × {lay}{pp} = "
                   f"{_n(sim.num_gpus, 'GPU')}; "
                   f"workload {escape(sim.setup.workload_info['trace'])} (sources [1]–[{n_sources}] below)")
     where = ("simulated per deployment unit [1]" if sim is not None else "measured per replica")

@@ -275,10 +275,10 @@ def _assemble(p: SimProber, res: BoundaryResult, axis: str, target: float) -> Si
     b = res.boundary_value
     per_unit = b is not None and axis != "max_num_seqs"
     at = p.results.get(float(b)) if b is not None else None
-    dp = f"DP {n} × " if (n := getattr(first.setup.cost, "dp", 1)) > 1 else ""  # vLLM's DP ranks (sim_dp.py)
+    lay = getattr(first.setup.cost, "layout_text", lambda tp: f"TP {tp}")(first.setup.tp)  # DP ranks: sim_dp.py
     notes = [f"each probe: one simulation of {first.setup.num_requests:,} requests with seed {p.args.seed} "
              f"(same workload at every {axis}); {first.num_gpus} GPU{'' if first.num_gpus == 1 else 's'} = "
-             f"{first.replicas:,} replica{'' if first.replicas == 1 else 's'} × {dp}TP {first.setup.tp}"]
+             f"{first.replicas:,} replica{'' if first.replicas == 1 else 's'} × {lay}"]
     if axis == "max_num_seqs":
         notes.append("max_num_seqs is a per-replica engine setting: no per-GPU figure; the memory plan is rebuilt at "
                      "each value (vLLM's sampler warm-up, max_num_seqs × vocab logits, sets the activation peak)")

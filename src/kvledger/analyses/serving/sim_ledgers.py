@@ -93,9 +93,8 @@ class SimulatedRun:
     """A simulated run ready for the ledgers, and where every input came from.
 
     Attributes:
-        run: the records; ``metadata.num_gpus`` = replicas × TP, ``request_rate`` = offered rate
-            (open loop), ``concurrency`` = users (closed loop), ``extra`` holds ``gpu_id``, ``tp``, ``max_num_seqs``,
-            ``workload`` and ``run_label``.
+        run: the records; ``metadata.num_gpus`` = ``num_gpus``, ``request_rate`` = offered rate (open loop),
+            ``concurrency`` = users (closed); ``extra``: ``gpu_id``, ``tp``, ``max_num_seqs``, ``workload``, label.
         result: the simulator's full result (summary, engine settings, step logs if recorded).
         setup: the prepared simulation (plan, engine config, step cost, workload).
         args: the user's choices.
@@ -113,9 +112,9 @@ class SimulatedRun:
 
     @property
     def num_gpus(self) -> int:
-        """GPUs serving the run: replicas × tensor-parallel degree (× DP ranks: sim_dp.py; × PP stages: sim_pp.py)."""
+        """GPUs serving the run: replicas × TP (× vLLM's DP ranks, SGLang's inside TP: sim_dp.py; × PP: sim_pp.py)."""
         cost = self.setup.cost
-        return self.setup.replicas * self.setup.tp * getattr(cost, "dp", 1) * getattr(cost, "pp", 1)
+        return self.setup.replicas * self.setup.tp * getattr(cost, "tp_groups", 1) * getattr(cost, "pp", 1)
 
     @property
     def gpu_id(self) -> str:
@@ -145,7 +144,8 @@ class SimulatedRun:
         rules = p.engine_version if p.engine_version.endswith("rules") else f"{p.engine_version} rules"
         unit = "pages" if p.engine == "sglang" else "blocks"  # SGLang's pool: token slots in pages (kvledger plan)
         dp, pp = getattr(s.cost, "dp", 1), getattr(s.cost, "pp", 1)  # DP ranks in lock-step (sim_dp.py), stages
-        layout = (f"{f'DP {dp} × ' if dp > 1 else ''}TP {s.tp}{f' × PP {pp}' if pp > 1 else ''} × {s.replicas:,} "
+        lay = getattr(s.cost, "layout_text", lambda tp: f"TP {tp}")(s.tp)  # vLLM's DP × TP; SGLang's DP in TP
+        layout = (f"{lay}{f' × PP {pp}' if pp > 1 else ''} × {s.replicas:,} "
                   f"replica{'' if s.replicas == 1 else 's'}" + (f", router {s.router}" if s.replicas > 1 else ""))
         return [
             f"simulated run: {simulator_description(eng)}; {s.model_name} on {self.num_gpus}× {s.gpu_name} ({layout}); "
