@@ -89,12 +89,15 @@ class PrefillTime:
         self._times = None if rc is not None else getattr(cost, "step_times_of", None)  # a model's vectorised prices
         self._pure_s = 0.0  # Σ pure-prefill step durations, s
         self._mixed_s = 0.0  # Σ prefill parts of folded mixed steps, s
+        self._pure_tokens = 0  # Σ prefill tokens of pure-prefill steps (``add``), tokens
+        self._mixed_tokens = 0  # Σ prefill tokens of folded mixed steps, tokens
         self.mixed: list[float] = []  # (pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv, dur) per mixed step, flat
 
     def add(self, pf_tok: int, pf_seqs: int, pf_kv: int, pairs: float, dec: int, dec_kv: int, dur_s: float) -> None:
         """One step with prefill chunks (``pf_seqs`` > 0) of duration ``dur_s``."""
         if not dec:
             self._pure_s += dur_s
+            self._pure_tokens += pf_tok
             return
         buf = self.mixed
         buf += (pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv, dur_s)
@@ -112,10 +115,18 @@ class PrefillTime:
         self._fold()
         return self._pure_s + self._mixed_s
 
+    @property
+    def tokens(self) -> int:
+        """Σ prefill tokens (the steps' ``num_prefill_tokens``) of the steps fed so far, tokens; SGLang's native
+        pure-prefill steps (stretch_core.c ``sg_prefill``) add their time only, so this counts vLLM's rules."""
+        self._fold()
+        return self._pure_tokens + self._mixed_tokens
+
     def _fold(self) -> None:
         if not self.mixed:
             return
         a = np.fromiter(self.mixed, np.float64, len(self.mixed)).reshape(-1, 7)  # twice np.array's speed on mixed ints
+        self._mixed_tokens += int(a[:, 0].sum())
         self.mixed.clear()  # the same list: a loop holding it keeps appending to the buffer
         if self._vec is not None:
             parts = a[:, 6] * roofline_prefill_fraction(self._vec, *(a[:, j] for j in range(6)))

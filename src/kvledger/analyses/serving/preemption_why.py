@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from kvledger.analyses.serving.pool_holds import pool_holds, shared_count, shared_prefix_held
+from kvledger.analyses.serving.preemption_resume import resume_facts
 from kvledger.ledgers.columns import columns_from
 
 __all__ = ["preemption_facts"]
@@ -58,6 +59,8 @@ def preemption_facts(setup: Any, result: Any) -> dict[str, Any] | None:
     if holds is not None and holds.shared_tokens:  # a shared prefix's full blocks, held once
         out.update(shared_prefix_tokens_held_once=holds.shared_tokens)
     out["why"], out["what_to_change"] = _why(out, holds), _change(out)
+    if (resumed := resume_facts(cfg, reps)) is not None:  # what the preemptions cost on resume (no host tier)
+        out["resume"] = resumed
     return out
 
 

@@ -106,4 +106,7 @@ def simulate_payload(args: Any, prep: SimPrepare, tier: Any, seeds: int = 1, *, 
 
     payload = with_seed_spread(simulate_document(setup, result), args, seeds, prep, tier)
     payload = with_pool_figures(payload, setup, tier_report)  # --document-pool: expected beside simulated
+    p = payload.preemptions
+    if tier_report is not None and p and "resume" in p:  # the tier's report says it with the tier's reloads
+        payload = dataclasses.replace(payload, preemptions={k: v for k, v in p.items() if k != "resume"})
     return dataclasses.replace(payload, kv_tiers=tier_report), result

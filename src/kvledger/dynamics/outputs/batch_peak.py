@@ -33,15 +33,20 @@ class BatchPeak:
             self.first_preemption_s = now_s
 
     def batch_facts(self) -> dict[str, Any]:
-        """This replica's peak batch and first preemption (None when none), times on the engine's clock, s."""
+        """This replica's peak batch and first preemption (None when none), times on the engine's clock, s, and its
+        resumes after preemption: re-admissions, the tokens they looked up, those HBM's prefix cache served, and the
+        prefill tokens all its steps computed (``PrefillTime.tokens``)."""
         snap = getattr(self.sched, "first_preemption", None)
         first = None
         if snap is not None and self.first_preemption_s is not None:
             running, used, usable = snap
             first = {"t_s": self.first_preemption_s, "running": running, "kv_blocks_held": int(used),
                      "usable_blocks": usable}
+        ps = self.kv.prefix_stats  # re-admissions after preemption: counted apart (kv_interface.count_admission)
         return {"running_max": self.running_max, "running_max_t_s": self.running_max_s,
-                "running_max_exact": self.running_max_exact, "first_preemption": first}
+                "running_max_exact": self.running_max_exact, "first_preemption": first,
+                "resume": {"resumes": ps.preempted_requests, "resume_tokens": ps.preempted_queries,
+                           "hbm_hit_tokens": ps.preempted_hits, "prefill_tokens": self.prefill_time.tokens}}
 
 
 def stretch_peak(lives: list, times: Any) -> tuple[int, float]:
