@@ -86,3 +86,12 @@ def test_together_runner_without_request_count_refused(tmp_path):
     p.write_text(json.dumps(obj))
     with pytest.raises(FormatError, match="states no successful_requests, request_throughput under metrics"):
         read_runs(p)
+
+
+def test_together_runner_forced_on_a_file_without_metrics_is_a_format_error(tmp_path):
+    # --format inferencex-together-runner on a file of another tool (no top-level metrics object): a FormatError
+    # naming the missing object, not a KeyError (benchmarks/fuzz.py found the traceback)
+    p = tmp_path / "other.json"
+    p.write_text(json.dumps({"hw": "b200", "conc": 16, "results": []}))
+    with pytest.raises(FormatError, match="has no metrics object"):
+        read_runs(p, format="inferencex-together-runner")

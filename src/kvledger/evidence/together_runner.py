@@ -47,11 +47,14 @@ def read(doc: Document) -> list[AggregateRun]:
     """One AggregateRun (module docstring).
 
     Raises:
-        FormatError: a metric the replay needs is missing (a run adapted from the flat recipe record keeps no request
+        FormatError: no ``metrics`` object (a forced --format), a metric the replay needs is missing (a run adapted from the flat recipe record keeps no request
             count), or a count, rate or latency is not a number of its kind.
     """
     path, obj = doc.path, doc.value
-    m = obj["metrics"]
+    m = obj.get("metrics")
+    if not isinstance(m, dict):  # a --format forced on another file
+        raise FormatError(path, "read as an InferenceX together_runner result but has no metrics object, the "
+                                "aggregate figures such a result keeps", "metrics")
     missing = [k for k in _NEEDED if m.get(k) is None]
     if missing:
         raise FormatError(path, f"the together_runner result states no {', '.join(missing)} under metrics, so its "
