@@ -47,8 +47,9 @@ def read(doc: Document) -> list[AggregateRun]:
     """One AggregateRun (module docstring).
 
     Raises:
-        FormatError: no ``metrics`` object (a forced --format), a metric the replay needs is missing (a run adapted from the flat recipe record keeps no request
-            count), or a count, rate or latency is not a number of its kind.
+        FormatError: no ``metrics`` object (a forced --format), a metric the replay needs is missing (a run
+            adapted from the flat recipe record keeps no request count), or a count, rate or latency is not a
+            number of its kind.
     """
     path, obj = doc.path, doc.value
     m = obj.get("metrics")
