@@ -1,6 +1,7 @@
-"""`plan --help` on --data-parallel-size: vLLM's DP ranks of a MoE model are simulated too (`simulate -dp 2
---enable-expert-parallel` runs two lock-step ranks), so the help no longer says the simulator refuses them; only
-SGLang's DP attention is plan only."""
+"""`plan --help` on --data-parallel-size, --enable-dp-attention and --moe-a2a-backend: vLLM's DP ranks of a MoE model
+and SGLang's DP attention (at --dp-size = --ep-size = --tp, with --moe-a2a-backend none or deepep) are simulated too,
+so the help says so instead of "plan only" (it said SGLang's DP attention and the all-to-all backend were plan only
+after `simulate` had taken them)."""
 
 from __future__ import annotations
 
@@ -13,4 +14,20 @@ def test_the_dp_help_says_what_simulate_runs():
     assert sim.exit_code == 0 and "data parallel: 2 DP ranks in lock-step on 2 GPUs" in sim.stdout
     words = " ".join(run_cli("plan", "--help").stdout.split())
     assert "Plan only; the simulator refuses it" not in words
-    assert "`simulate` runs vLLM's DP ranks too; SGLang's DP attention is plan only" in words
+    assert "`simulate` runs vLLM's DP ranks too, and SGLang's DP attention at --dp-size = --ep-size = --tp" in words
+    assert "plan only" not in words.lower()
+
+
+def test_simulate_runs_the_sglang_dp_attention_the_plan_help_names():
+    # DeepSeek-V3 on 8 H200s, SGLang 0.5.23: --enable-dp-attention --dp-size 8 with DeepEP, 8 ranks of attention TP 1
+    # in the one TP group of 8 GPUs (not DP × TP = 64), each its own pool of 143,086 tokens (`plan` prints the same
+    # 143,086 for these flags at --max-model-len 32768: 9.36 GiB ÷ 70,272 B per token)
+    sim = run_cli("simulate", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--engine", "sglang", "--tp", "8",
+                  "--ep-size", "8", "--enable-dp-attention", "--dp-size", "8", "--moe-a2a-backend", "deepep",
+                  "--prompt-lengths", "2000", "--output-lengths", "300", "--rate", "4", "--num-requests", "40",
+                  "--max-model-len", "32768")
+    out = " ".join(sim.stdout.split())
+    assert sim.exit_code == 0 and "data parallel: 8 DP ranks in lock-step on 8 GPUs" in out
+    assert "8 × 143,086 = 1,144,688" in out
+    words = " ".join(run_cli("plan", "--help").stdout.split())
+    assert "deepep (EP = TP, shared experts whole on every GPU, DeepEP's reserve); simulate takes it" in words

@@ -53,7 +53,7 @@ def test_the_plan_prints_sglangs_flags_and_simulate_runs_the_ep_ranks():
     head = out.splitlines()[0]
     assert "TP 8, --ep-size 8, --moe-a2a-backend deepep" in head and "--enable-expert-parallel" not in out
     # simulate: the same plan's pool, the step cost over 8 EP ranks (tests/accounting/test_sglang_ep.py); the
-    # all-to-all backend is plan only (no such simulate flag)
+    # all-to-all backend is simulated only with --enable-dp-attention
     sim = ("simulate", *base, "--num-requests", "8", "--prompt-lengths", "fixed:512", "--output-lengths", "fixed:32",
            "--rate", "4")
     ep, tp = cli_json(*sim, "--ep-size", "8"), cli_json(*sim)

@@ -32,21 +32,22 @@ class PlanFlags(SglangNames):
         "refused. TensorRT-LLM's --ep_size is not modelled."))
     moe_a2a_backend: str | None = flag("--moe-a2a-backend", help=(
         "SGLang's MoE all-to-all backend (--engine sglang): none (default: TP all-reduce) or deepep (EP = TP, shared "
-        "experts whole on every GPU, DeepEP's reserve); plan only."))
+        "experts whole on every GPU, DeepEP's reserve); simulate takes it with --enable-dp-attention."))
     enable_ep_moe: bool = flag("--enable-ep-moe", default=False, help=(
         "SGLang 0.4.x's EP = TP flag: not modelled; refused, naming kvledger's equivalent "
         "(--enable-expert-parallel)."))
     data_parallel_size: int | None = flag("--data-parallel-size", "--dp-size", "-dp", help=(
         "DP ranks: vLLM's --data-parallel-size (a MoE model needs --enable-expert-parallel: one engine core and KV "
         "pool per rank, experts whole over DP × TP GPUs) or SGLang's --dp-size with --enable-dp-attention (dp "
-        "divides --tp). `simulate` runs vLLM's DP ranks too; SGLang's DP attention is plan only."))
+        "divides --tp). `simulate` runs vLLM's DP ranks too, and SGLang's DP attention at --dp-size = --ep-size "
+        "= --tp."))
     all2all_backend: str | None = flag("--all2all-backend", help=(
         "vLLM's expert-parallel all-to-all backend (VLLM_ALL2ALL_BACKEND before 0.11.1), with --data-parallel-size and "
         "--enable-expert-parallel: the rows each GPU's MoE layers run in the profile (default: the version's, "
         "allgather_reducescatter from 0.11); the release's own choices, others refused."))
     enable_dp_attention: bool = flag("--enable-dp-attention", default=False, help=(
         "SGLang flag, with --dp-size N: attention data-parallel inside the TP group (attention TP = tp/N per rank, "
-        "each rank its own KV pool; MLP and experts still over all TP GPUs). Plan only."))
+        "each rank its own KV pool; MLP and experts still over all TP GPUs); simulate runs it at --dp-size = --tp."))
     pp: int = flag("--pp", "--pipeline-parallel-size", default=1, help=(
         "Pipeline-parallel degree (vLLM): the stage with the fewest KV blocks binds."))
     max_model_len: str | None = flag_like(EngineFlags, "max_model_len", help=(
