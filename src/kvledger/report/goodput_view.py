@@ -221,12 +221,12 @@ def _goodput_there(sb: SimBoundary) -> str:
 
 
 def _units(sb: Any) -> str:
-    """"8 GPUs = 1 replica × DP 8 × TP 1": the GPUs of the deployment, with vLLM's DP ranks (each TP GPUs:
-    sim_dp.py) where the GPUs are more than replicas × TP."""
-    tp = sb.provenance.tp
-    dp = f"DP {n} × " if (n := sb.num_gpus // (sb.replicas * tp)) > 1 else ""
-    return (f"{sb.num_gpus} GPU{'' if sb.num_gpus == 1 else 's'} = "
-            f"{sb.replicas:,} replica{'' if sb.replicas == 1 else 's'} × {dp}TP {tp}")
+    """"8 GPUs = 1 replica × DP 8 × TP 1": the deployment's GPUs in cost's words (``unit_layout``: DP, PP)."""
+    from kvledger.analyses.serving.unit_layout import unit_layout
+
+    lay = unit_layout(sb.first_run.setup) if sb.first_run is not None else f"TP {sb.provenance.tp}"
+    gpus, reps = sb.num_gpus, sb.replicas
+    return f"{gpus} GPU{'' if gpus == 1 else 's'} = {reps:,} replica{'' if reps == 1 else 's'} × {lay}"
 
 
 def print_search(sb: SimBoundary, slo_text: str) -> None:

@@ -34,6 +34,7 @@ from kvledger.analyses.serving.sim_document import SimProvenance
 from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec
 from kvledger.analyses.serving.sim_prober import SimProber
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, load_plan
+from kvledger.analyses.serving.unit_layout import unit_layout
 from kvledger.dynamics.early_stop import RULE_TEXT
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
@@ -275,10 +276,9 @@ def _assemble(p: SimProber, res: BoundaryResult, axis: str, target: float) -> Si
     b = res.boundary_value
     per_unit = b is not None and axis != "max_num_seqs"
     at = p.results.get(float(b)) if b is not None else None
-    lay = getattr(first.setup.cost, "layout_text", lambda tp: f"TP {tp}")(first.setup.tp)  # DP ranks: sim_dp.py
     notes = [f"each probe: one simulation of {first.setup.num_requests:,} requests with seed {p.args.seed} "
              f"(same workload at every {axis}); {first.num_gpus} GPU{'' if first.num_gpus == 1 else 's'} = "
-             f"{first.replicas:,} replica{'' if first.replicas == 1 else 's'} × {lay}"]
+             f"{first.replicas:,} replica{'' if first.replicas == 1 else 's'} × {unit_layout(first.setup)}"]
     if axis == "max_num_seqs":
         notes.append("max_num_seqs is a per-replica engine setting: no per-GPU figure; the memory plan is rebuilt at "
                      "each value (vLLM's sampler warm-up, max_num_seqs × vocab logits, sets the activation peak)")

@@ -19,6 +19,7 @@ from kvledger.analyses.serving.sched_defaults import NO_EFFECT
 from kvledger.analyses.serving.sim_document import load_text, simulator_description, workload_text
 from kvledger.analyses.serving.sim_report import simulate_document
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
+from kvledger.analyses.serving.unit_layout import unit_layout
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.simulator import SimResult, simulate
 from kvledger.errors import InputError
@@ -143,9 +144,8 @@ class SimulatedRun:
         eng = self.result.config
         rules = p.engine_version if p.engine_version.endswith("rules") else f"{p.engine_version} rules"
         unit = "pages" if p.engine == "sglang" else "blocks"  # SGLang's pool: token slots in pages (kvledger plan)
-        dp, pp = getattr(s.cost, "dp", 1), getattr(s.cost, "pp", 1)  # DP ranks in lock-step (sim_dp.py), stages
-        lay = getattr(s.cost, "layout_text", lambda tp: f"TP {tp}")(s.tp)  # vLLM's DP × TP; SGLang's DP in TP
-        layout = (f"{lay}{f' × PP {pp}' if pp > 1 else ''} × {s.replicas:,} "
+        dp = getattr(s.cost, "dp", 1)  # DP ranks in lock-step (sim_dp.py)
+        layout = (f"{unit_layout(s)} × {s.replicas:,} "  # vLLM's DP × TP; SGLang's DP in TP; × PP (unit_layout.py)
                   f"replica{'' if s.replicas == 1 else 's'}" + (f", router {s.router}" if s.replicas > 1 else ""))
         return [
             f"simulated run: {simulator_description(eng)}; {s.model_name} on {self.num_gpus}× {s.gpu_name} ({layout}); "
