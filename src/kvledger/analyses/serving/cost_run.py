@@ -1,10 +1,9 @@
 """The ``kvledger cost`` composition as one API function: a run, its goodput, the GPU and API prices → the cost report
 and its JSON.
 
-``kvledger cost`` (``cli/cost_cmd.py``), ``kvledger report`` and ``kvledger ui`` all call
-:func:`cost_payload`, so the JSON the command prints and the numbers the report draws are the
-same objects. GPU rental prices are resolved here (:func:`gpu_rate`) through the GPU catalog's
-names and aliases before the price table is read.
+``kvledger cost`` (``cli/cost_cmd.py``), ``kvledger report`` and ``kvledger ui`` all call :func:`cost_payload`, so
+the JSON the command prints and the numbers the report draws are the same objects. GPU rental prices are resolved here
+(:func:`gpu_rate`) through the GPU catalog's names and aliases before the price table is read.
 """
 
 from __future__ import annotations
@@ -108,14 +107,15 @@ def _on_provider_rows(given: Any, name: str, provider: str, instance: str | None
 
 
 def capacity_basis(run: Any, gp: Any, slo: Any, sim: Any, capacity: Any) -> CapacityBasis:
-    """The ``capacity_basis`` of the report: the SLO-capacity search, or the run's own goodput with the under-load
-    check."""
+    """The ``capacity_basis`` of the report: the SLO-capacity search, or the run's own goodput with the load checks
+    (a simulated run that ``simulate`` reads as kept up is not called fallen behind: ``sim_report.kept_up``)."""
+    from kvledger.analyses.serving.sim_report import kept_up
     from kvledger.ledgers.capacity_basis import check_load, measured_basis
 
     if capacity is not None:
-        return CapacityBasis("slo_capacity", capacity.text(), notes=list(capacity.notes),
-                             probes=capacity.probes_text())
-    return measured_basis(gp, check_load(run, gp, slo), simulated=sim is not None, run=run)
+        return CapacityBasis("slo_capacity", capacity.text(), notes=list(capacity.notes), probes=capacity.probes_text())
+    kept = sim is not None and kept_up(sim.setup, sim.result)
+    return measured_basis(gp, check_load(run, gp, slo, kept_up=kept), simulated=sim is not None, run=run)
 
 
 @dataclass

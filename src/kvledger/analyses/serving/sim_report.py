@@ -12,7 +12,7 @@ from kvledger.analyses.serving.rejections import count_rejections
 from kvledger.analyses.serving.sim_document import PACED_MODE, SimDocument, rejected_warning
 from kvledger.jsonable import to_jsonable
 
-__all__ = ["simulate_document"]
+__all__ = ["simulate_document", "kept_up"]
 
 
 def simulate_document(setup: Any, result: Any) -> SimDocument:
@@ -55,6 +55,16 @@ def simulate_document(setup: Any, result: Any) -> SimDocument:
                        burst=at_once, at_knee=knee, preemptions=preempted, pipeline=_pp_figures(setup, result),
                        batch=batch_occupancy(result.records.records, _engine_running_max(result), _engines(setup)),
                        data_parallel=dp_figures(setup, result, dp_sat[0] if dp_sat else None))
+
+
+def kept_up(setup: Any, result: Any) -> bool:
+    """Whether ``simulate``'s own read finds an open-loop run kept up: no queue growth (per DP rank too), not too short
+    to tell — what its output says as "no rank's queue grew" or with no overload line (``_load_read``)."""
+    mode = setup.workload_info.get("mode", "")
+    if not mode.startswith("open loop"):
+        return False
+    overload, short, *_ = _load_read(setup, result, mode)
+    return overload is None and short is None
 
 
 def _engines(setup: Any) -> int:
