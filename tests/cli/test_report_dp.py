@@ -21,5 +21,6 @@ def test_report_prices_the_dp_ranks_as_cost_does():
 
 def test_report_refuses_dp_ranks_with_sglang_as_cost_does():
     said = refused("report", *DP8, "--engine", "sglang")
-    assert said.startswith("--data-parallel-size 8 with --policy sglang: SGLang's DP ranks are its DP attention, "
-                           "which `kvledger simulate` alone simulates")
+    # SGLang's --dp-size without --enable-dp-attention is 8 whole replicas of TP 1, as `plan` says (not DP attention)
+    assert said.startswith("--dp-size 8 without --enable-dp-attention: SGLang runs 8 whole replicas of TP 1 (8 GPUs, "
+                           "as `kvledger plan` says), simulated as --replicas 8 (drop --dp-size)")

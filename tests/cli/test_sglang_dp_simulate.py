@@ -29,7 +29,9 @@ def test_dsv3_sglang_dp_attention_runs(backend, per_rank):
     (("--tp", "8", "--ep-size", "8", "--enable-dp-attention", "--dp-size", "4"), "--dp-size below --tp"),
     (("--tp", "8", "--enable-dp-attention", "--dp-size", "8"), "--ep-size 1"),
     (("--tp", "8", "--ep-size", "8", "--moe-a2a-backend", "deepep"), "needs --enable-dp-attention"),
-    (("--tp", "8", "--ep-size", "8", "--dp-size", "8"), "which `kvledger simulate` alone simulates")])
+    # SGLang's --dp-size without DP attention: 8 whole TP 8 replicas on 64 GPUs, as plan says (not DP attention)
+    (("--tp", "8", "--ep-size", "8", "--dp-size", "8"), "SGLang runs 8 whole replicas of TP 8 (64 GPUs, as "
+                                                        "`kvledger plan` says), simulated as --replicas 8")])
 def test_what_is_not_modelled_is_refused(args, said):
     err = refused("simulate", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--engine", "sglang", *args,
                   "--num-requests", "4")

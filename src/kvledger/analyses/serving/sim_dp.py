@@ -26,8 +26,9 @@ def check_dp_request(a: Any) -> None:
     if (a.policy == "sglang") != bool(sg):
         from kvledger.analyses.serving.sim_sglang_dp import WORKS
 
-        raise InputError(f"--data-parallel-size {dp} with --policy sglang: SGLang's DP ranks are its DP attention, "
-                         f"which `kvledger simulate` alone simulates (--enable-dp-attention); {WORKS}" if not sg else
+        raise InputError(f"--dp-size {dp} without --enable-dp-attention: SGLang runs {dp} whole replicas of TP "
+                         f"{a.tp} ({dp * a.tp} GPUs, as `kvledger plan` says), simulated as --replicas {dp} (drop "
+                         f"--dp-size), or add --enable-dp-attention; {WORKS}" if not sg else
                          f"--enable-dp-attention is SGLang's: give --engine sglang; {WORKS}")
     if a.replicas > 1 or a.router != "round_robin":
         raise InputError(f"--data-parallel-size {dp} with --replicas/--router: the simulation models one vLLM "
