@@ -1,12 +1,14 @@
 """The flags of the other engine's memory plan a simulation refuses (``plan``'s rule, in ``simulate``'s words): its
 policy picks the plan that sizes the KV pool (SGLang's for ``--policy sglang``, vLLM's otherwise, ``sim_setup``), and a
-fraction or block count of the other engine's would be ignored."""
+fraction or block count of the other engine's would be ignored. An unknown --engine/--policy is refused here, before
+any plan: a typo (``sglnag``) was planned as vLLM's pool and answered "the model does not fit" at --tp 1."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from kvledger.errors import InputError
+from kvledger.analyses.serving.from_plan import POLICY_PRESETS
+from kvledger.errors import InputError, UnknownNameError
 
 __all__ = ["check_engine_flags"]
 
@@ -17,7 +19,11 @@ def check_engine_flags(a: Any, engine: str) -> None:
     Raises:
         InputError: --mem-fraction-static without --policy sglang; --gpu-memory-utilization or
             --num-gpu-blocks-override with it (--engine-version then names the SGLang release, sglang_rules.py).
+        UnknownNameError: an --engine/--policy not in ``POLICY_PRESETS``.
     """
+    if a.policy is not None and a.policy not in POLICY_PRESETS:
+        raise UnknownNameError("--engine/--policy", a.policy, POLICY_PRESETS, hint="Known: vllm, sglang (the engines); "
+                               "static, contiguous (vLLM with static batching or contiguous KV, kvledger's presets).")
     if engine != "sglang":
         if a.mem_fraction_static is not None:
             raise InputError("--mem-fraction-static is SGLang's memory fraction and applies only with --policy sglang "
