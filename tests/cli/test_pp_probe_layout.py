@@ -18,3 +18,13 @@ def test_goodput_target_names_the_pipeline_stages_as_cost_does():
     assert "DP 2" not in out.stdout
     cost = run_cli("cost", "--simulate", *RUN, "--gpu-usd-per-hour", "3")
     assert "one deployment unit = 1 replica × TP 8 × PP 2 = 16 GPUs" in cost.stdout
+
+
+def test_a_two_node_pipeline_without_a_cluster_price_names_the_stage_sends():
+    # 16 GPUs (TP 8 × PP 2) pass the 8-GPU pod limit: no catalog row sells the cluster; the stages' sends are what
+    # cross the nodes (each TP group's all-reduces stay on its node), and the refusal now names them
+    from cli_run import refused
+
+    said = refused("cost", "--simulate", *RUN)
+    assert said.startswith("a replica of 16 GPUs spans nodes (a TP group's all-reduces, DP ranks' MoE all-gathers or "
+                           "pipeline stages' sends cross InfiniBand/RoCE between them)")

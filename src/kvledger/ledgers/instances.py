@@ -244,8 +244,8 @@ def no_row_error(rows: tuple[GpuRate, ...], gpus_per_replica: int) -> InputError
                        + ((", a pod: one machine" if r.per_gpu else ", a one-GPU machine") if r.gpus_per_instance == 1
                           else "") + ")" for r in rows)
     if gpus_per_replica > POD_MAX_GPUS:  # past one node: no row sells the cluster (module docstring)
-        return InputError(f"a replica of {gpus_per_replica} GPUs spans nodes (its collectives, a TP group's "
-                          "all-reduces or DP ranks' MoE all-gathers, cross InfiniBand/RoCE between them), and no price "
+        return InputError(f"a replica of {gpus_per_replica} GPUs spans nodes (a TP group's all-reduces, DP ranks' "
+                          "MoE all-gathers or pipeline stages' sends cross InfiniBand/RoCE between them), and no price "
                           f"row considered sells a multi-node cluster: {listed} (a marketplace pod is one machine, at "
                           f"most {POD_MAX_GPUS} GPUs). Give the cluster's price per GPU-hour with --gpu-usd-per-hour, "
                           "or a replica within one node")
