@@ -30,9 +30,9 @@ def test_a_pod_holds_one_node_at_most():
                                          r"multi-node cluster: RunPod:Secure Cloud pod \(1 GPU per instance, a pod: "
                                          r"one machine\)"):
         pack(RUNPOD_H100, 1, 16)
-    # the replica may be one TP group or DP ranks of a MoE model: the words name both, neither only "tensor parallel"
-    with pytest.raises(InputError, match=r"a TP group's all-reduces or DP ranks' MoE all-gathers, cross "
-                                         r"InfiniBand/RoCE .* or a replica within one node$"):
+    # the replica may be one TP group, DP ranks of a MoE model or pipeline stages: the words name all three
+    with pytest.raises(InputError, match=r"a TP group's all-reduces, DP ranks' MoE all-gathers or pipeline stages' "
+                                         r"sends cross InfiniBand/RoCE .* or a replica within one node$"):
         pack(RUNPOD_H100, 1, 16)
 
 
