@@ -75,7 +75,7 @@ def test_plan_refuses_bad_sglang_combinations(monkeypatch, capsys, args):
 @pytest.mark.parametrize("cmd", [("goodput", "--simulate"), ("cost", "--simulate")])  # simulate: test_dp_simulate
 @pytest.mark.parametrize(("args", "said"), [
     (("--tp", "8", "--data-parallel-size", "8"), "without --enable-expert-parallel"),  # simulate's words (the plan's)
-    (("--enable-dp-attention",), "needs --enable-dp-attention with --dp-size above 1"),  # simulate's words
+    (("--enable-dp-attention",), "--enable-dp-attention needs --dp-size above 1: simulate takes"),  # simulate's
     # vLLM's pipeline loop was read from 0.19.0 on (sim_pp.py): an earlier release refused on every command's path
     (("--pp", "2", "--engine-version", "0.18.0"), "--pp 2 with --engine-version 0.18.0")])
 def test_simulator_commands_refuse_what_simulate_refuses(monkeypatch, capsys, cmd, args, said):

@@ -50,7 +50,9 @@ def test_text_names_the_lockstep_and_is_deterministic():
     (("deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--pp", "2", "-dp", "8", "--enable-expert-parallel"),
      "DP ranks with pipeline stages are not modelled"),
     (("deepseek-ai/DeepSeek-V3", "--gpu", "H200", "-dp", "8"), "without --enable-expert-parallel"),
-    (("deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--enable-dp-attention"), "needs --enable-dp-attention with"),
+    # the refusal said "--enable-dp-attention needs --enable-dp-attention with --dp-size above 1"
+    (("deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--enable-dp-attention"),
+     "--enable-dp-attention needs --dp-size above 1: simulate takes"),
     # SGLang's -dp without DP attention: 8 whole replicas of TP 1, as plan says (sim_dp.check_dp_request)
     (("deepseek-ai/DeepSeek-V3", "--gpu", "H200", "-dp", "8", "--enable-expert-parallel", "--policy", "sglang"),
      "--dp-size 8 without --enable-dp-attention: SGLang runs 8 whole replicas of TP 1"),

@@ -26,7 +26,7 @@ DP_REFUSAL = (
     "without them (--tp for one replica, --replicas for independent ones)")
 """The refusal, formatted with the flags given."""
 _SG_WORKS = ("simulate takes SGLang's DP attention as --engine sglang --tp N --ep-size N --enable-dp-attention "
-             "--dp-size N [--moe-a2a-backend none|deepep] (sim_sglang_dp.WORKS)")
+             "--dp-size N [--moe-a2a-backend none|deepep]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,8 +129,9 @@ def _with_dp_attention(args, dp: SimDataParallelFlags, simulated: bool):
                          "--enable-dp-attention --dp-size N`) and simulated by `kvledger simulate`, `goodput "
                          "--simulate` and `cost --simulate`, not by this command; drop it here")
     if (dp.data_parallel_size or 1) == 1 or not dp.enable_dp_attention:
-        given = "--enable-dp-attention" if dp.enable_dp_attention else f"--moe-a2a-backend {dp.moe_a2a_backend}"
-        raise InputError(f"{given} needs --enable-dp-attention with --dp-size above 1: {_SG_WORKS}")
+        given = ("--enable-dp-attention needs --dp-size above 1" if dp.enable_dp_attention else
+                 f"--moe-a2a-backend {dp.moe_a2a_backend} needs --enable-dp-attention with --dp-size above 1")
+        raise InputError(f"{given}: {_SG_WORKS}")
     return dataclasses.replace(args, enable_dp_attention=True, moe_a2a_backend=dp.moe_a2a_backend)
 
 
