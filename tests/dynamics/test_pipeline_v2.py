@@ -7,10 +7,9 @@ stage's end of call m − P (the sampled-token ring)."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 from pipeline_sends import Sends as _Sends
+from pipeline_sends import assert_every_request_whole, stress_specs
 
 from kvledger.accounting.pipeline_cost import PipelineStepCost
 from kvledger.accounting.stepcost import FixedStepCost
@@ -85,16 +84,10 @@ def test_preemptions_in_flight_keep_every_request_whole(seed):
     # A pool too small for the load: requests are preempted with tokens in flight (up to two: a batch not yet output
     # and the one P calls later), dropped and recomputed. Every request still ends with exactly its output tokens at
     # non-decreasing times after its arrival, and the exact step-gap counts give the token times' ITL mean.
-    rng = random.Random(seed)
-    specs = [RequestSpec(f"r{i}", rng.uniform(0, 1), rng.randint(1, 150), rng.randint(1, 40)) for i in range(60)]
+    specs = stress_specs(seed)
     cost = PipelineStepCost(FixedStepCost(0.004, 2e-5), _Sends(0.0005), (1,) * (2 + seed), False, True)
     cfg = EngineConfig(enable_prefix_caching=bool(seed % 2), num_gpu_blocks=24, max_model_len=256, block_size=16,
                        max_num_seqs=32, max_num_batched_tokens=128, async_scheduling=True)
-    kept, gaps = simulate(specs, cfg, cost), simulate(specs, cfg, cost, record_token_times=False)
-    assert kept.summary.num_preemptions > 0
-    for r, s in zip(sorted(kept.records.records, key=lambda r: int(r.request_id[1:])), specs):
-        t = list(r.chunk_times_s)
-        assert len(t) == s.num_output_tokens and t[0] > s.arrival_s and all(b >= a for a, b in zip(t, t[1:]))
-    assert gaps.summary.itl_s.mean == pytest.approx(kept.summary.itl_s.mean, rel=1e-12)
+    kept = assert_every_request_whole(specs, cfg, cost)
     again = simulate(specs, cfg, cost).records.records[5]
     assert list(again.chunk_times_s) == list(kept.records.records[5].chunk_times_s)  # deterministic
