@@ -59,9 +59,16 @@ def _log_device(name: str | None) -> GpuSpec | None:
         return None
 
 
-def _holds_total(g: GpuSpec, total: float) -> bool:
-    """Whether ``g``'s measured CUDA total over drivers holds a log's device total (±0.005 GiB: its 2 decimals)."""
-    return g.memory_low_bytes - GiB / 200 <= total <= g.memory_high_bytes + GiB / 200
+def _holds_total(g: GpuSpec, total: float, tolerance_bytes: float = GiB / 200) -> bool:
+    """Whether ``g``'s measured CUDA total over drivers holds a device total (B) within ``tolerance_bytes`` (default
+    ±0.005 GiB: a total printed to 2 decimals)."""
+    return g.memory_low_bytes - tolerance_bytes <= total <= g.memory_high_bytes + tolerance_bytes
+
+
+def gpus_holding(total: float, arch: str | None, tolerance_bytes: float = GiB / 200) -> list[GpuSpec]:
+    """The catalog GPUs (of architecture ``arch``, any where None) whose CUDA total holds ``total`` (_holds_total)."""
+    return [g for g in gpu_catalog().values() if (arch is None or g.arch == arch)
+            and _holds_total(g, total, tolerance_bytes)]
 
 
 def named_device(log: VllmLog) -> tuple[GpuSpec, str] | None:
@@ -91,7 +98,7 @@ def measured_total_device(log: VllmLog) -> tuple[GpuSpec, str] | None:
     total, arch = st.total_gpu_memory_bytes, FA_VERSION_ARCH.get(st.flash_attn_version or 0)
     if not total or arch is None:
         return None
-    fits = [g for g in gpu_catalog().values() if g.arch == arch and _holds_total(g, total)]
+    fits = gpus_holding(total, arch)
     measured = [g for g in fits if g.memory_basis == "measured"]
     if len(measured) != 1:
         return None

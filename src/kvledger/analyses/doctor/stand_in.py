@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvledger.accounting.vllm_rules import default_gpu_memory_utilization, parse_version, subtracts_cudagraphs
-from kvledger.analyses.doctor.log_gpu import FA_VERSION_ARCH, resolve_log_gpu
-from kvledger.catalog.gpus import GpuSpec, custom_gpu, gpu_catalog
+from kvledger.analyses.doctor.log_gpu import FA_VERSION_ARCH, gpus_holding, resolve_log_gpu
+from kvledger.catalog.gpus import GpuSpec, custom_gpu
 from kvledger.evidence.vllm_log import VllmLog
 from kvledger.units import GiB
 
@@ -76,9 +76,7 @@ def profile_total(log: VllmLog, settings: dict[str, Any]) -> ProfileTotal | None
 def _agreeing(log: VllmLog, pt: ProfileTotal) -> list[GpuSpec]:
     """The catalog GPUs whose CUDA total (over drivers, where measured) lies within the total's tolerance, of the
     architecture the log's FlashAttention version implies where it implies one."""
-    arch = FA_VERSION_ARCH.get(log.startup.flash_attn_version or 0)
-    return [g for g in gpu_catalog().values() if (arch is None or g.arch == arch)
-            and g.memory_low_bytes - pt.tolerance_bytes <= pt.total_bytes <= g.memory_high_bytes + pt.tolerance_bytes]
+    return gpus_holding(pt.total_bytes, FA_VERSION_ARCH.get(log.startup.flash_attn_version or 0), pt.tolerance_bytes)
 
 
 def profile_gpu(log: VllmLog, settings: dict[str, Any]) -> tuple[GpuSpec | None, str]:
