@@ -65,10 +65,11 @@ def test_cost_text_names_the_deployment_unit():
     assert "on 8× NVIDIA H200 141GB SXM5 (DP attention 8 in TP 8 × 1 replica)" in out
 
 
-def test_report_still_refuses_dp_attention(tmp_path):
+def test_report_refuses_dp_attention_without_a_dp_size(tmp_path):
     from cli_run import refused
 
-    # without --dp-size the flag was dropped without a word before
+    # without --dp-size the flag was dropped without a word before; the report simulates the DP ranks with it
+    # (tests/cli/test_report_sglang_dp.py)
     said = refused("report", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--engine", "sglang", "--tp", "8",
                    "--enable-dp-attention", "--slo", "ttft=1s", "--out", str(tmp_path / "r.html"))
-    assert "simulated by `kvledger simulate`, `goodput --simulate` and `cost --simulate`, not by this command" in said
+    assert said.startswith("--enable-dp-attention needs --dp-size above 1: simulate takes SGLang's DP attention")

@@ -1,7 +1,7 @@
 """The parallelism flags of the simulator-based commands beyond TP (``kvledger plan`` models their memory:
 accounting/dp_attention.py): ``simulate``, ``goodput``, ``cost`` and ``report`` simulate vLLM's DP ranks of a MoE
-model in lock-step (``SimDataParallelFlags``, through :func:`with_dp`; analyses/serving/sim_dp.py); all but
-``report`` also SGLang's DP attention (analyses/serving/sim_sglang_dp.py), which ``report`` refuses; ``simulate``,
+model in lock-step (``SimDataParallelFlags``, through :func:`with_dp`; analyses/serving/sim_dp.py), and SGLang's DP
+attention (analyses/serving/sim_sglang_dp.py); ``simulate``,
 ``goodput --simulate`` and ``cost --simulate`` simulate vLLM's pipeline stages (analyses/serving/sim_pp.py),
 ``report`` refuses them; ``search`` takes a DP axis (``SearchDataParallelFlags``)."""
 
@@ -32,14 +32,14 @@ _SG_WORKS = ("simulate takes SGLang's DP attention as --engine sglang --tp N --e
 @dataclass(frozen=True, slots=True)
 class SimDataParallelFlags:
     """``kvledger simulate``'s parallelism beyond TP: vLLM's --data-parallel-size (simulated for a MoE model with
-    --enable-expert-parallel: sim_dp.py), SGLang's --enable-dp-attention with --moe-a2a-backend (sim_sglang_dp.py;
-    report refuses them) and vLLM's --pp (sim_pp.py)."""
+    --enable-expert-parallel: sim_dp.py), SGLang's --enable-dp-attention with --moe-a2a-backend (sim_sglang_dp.py)
+    and vLLM's --pp (sim_pp.py)."""
 
     data_parallel_size: int | None = flag("--data-parallel-size", "--dp-size", "-dp", help=(
         "vLLM's DP ranks of a MoE model (with --enable-expert-parallel): N engine cores on N × TP GPUs, each its own "
         "scheduler and KV pool, stepping in lock-step behind vLLM's load balancer."))
     enable_dp_attention: bool = flag("--enable-dp-attention", default=False, help=(
-        "SGLang's DP attention (--engine sglang, with --dp-size N = --tp and --ep-size N; not report): N DP ranks "
+        "SGLang's DP attention (--engine sglang, with --dp-size N = --tp and --ep-size N): N DP ranks "
         "in lock-step, each its own scheduler and KV pool, routed round robin, the MoE layers over every rank's "
         "tokens."))
     moe_a2a_backend: str | None = flag("--moe-a2a-backend", help=(
@@ -87,12 +87,11 @@ class SearchDataParallelFlags:
             raise InputError(DP_REFUSAL.format(flags="--enable-dp-attention"))
 
 
-def with_dp(args, dp: SimDataParallelFlags | None, refused_with: str | None = None, dp_attention: bool = True):
+def with_dp(args, dp: SimDataParallelFlags | None, refused_with: str | None = None):
     """``args`` (a ``SimRequestArgs``) with ``--data-parallel-size`` above 1, checked (``sim_dp.check_dp_request``):
     the one path simulate, goodput --simulate and cost --simulate take to vLLM's DP ranks in lock-step; ``args``
     unchanged without it; SGLang's DP attention the same way (``sim_sglang_dp.py``). ``refused_with``: what the command
     runs that the lock-step simulation does not serve (sessions, a host KV tier), refused with the DP ranks.
-    ``dp_attention``: False where the command does not simulate SGLang's DP attention (report), which refuses it.
 
     Raises:
         InputError: ``refused_with`` given, or what ``check_dp_request`` refuses.
@@ -100,7 +99,7 @@ def with_dp(args, dp: SimDataParallelFlags | None, refused_with: str | None = No
     import dataclasses
 
     if dp is not None and (dp.enable_dp_attention or dp.moe_a2a_backend):
-        args = _with_dp_attention(args, dp, dp_attention)
+        args = _with_dp_attention(args, dp)
     if dp is not None and dp.all2all_backend is not None:  # the memory plan's rows (accounting/vllm_all2all.py)
         args = dataclasses.replace(args, all2all_backend=dp.all2all_backend)
     if dp is not None and (dp.pp or 1) > 1:  # vLLM's pipeline stages (analyses/serving/sim_pp.py)
@@ -120,14 +119,10 @@ def with_dp(args, dp: SimDataParallelFlags | None, refused_with: str | None = No
     return args
 
 
-def _with_dp_attention(args, dp: SimDataParallelFlags, simulated: bool):
-    """``args`` with SGLang's DP attention and all-to-all backend (sim_sglang_dp.py); refused unless ``simulated``."""
+def _with_dp_attention(args, dp: SimDataParallelFlags):
+    """``args`` with SGLang's DP attention and all-to-all backend (sim_sglang_dp.py)."""
     import dataclasses
 
-    if not simulated:
-        raise InputError("--enable-dp-attention: SGLang's DP attention is planned (`kvledger plan --engine sglang "
-                         "--enable-dp-attention --dp-size N`) and simulated by `kvledger simulate`, `goodput "
-                         "--simulate` and `cost --simulate`, not by this command; drop it here")
     if (dp.data_parallel_size or 1) == 1 or not dp.enable_dp_attention:
         given = ("--enable-dp-attention needs --dp-size above 1" if dp.enable_dp_attention else
                  f"--moe-a2a-backend {dp.moe_a2a_backend} needs --enable-dp-attention with --dp-size above 1")

@@ -75,6 +75,10 @@ class ReportEngineFlags:
     enable_expert_parallel: bool | None = flag_like(EngineFlags, "enable_expert_parallel", help=(
         "vLLM --enable-expert-parallel (data parallel 1), in every plan and simulation of the report: a MoE model's "
         "experts whole over the TP ranks instead of sliced (cost --simulate's flag); refused for a dense model."))
+    ep_size: int | None = flag_like(EngineFlags, "ep_size", help=(
+        "SGLang's expert-parallel size (--engine sglang), in every plan and simulation of the report: --ep-size "
+        "equal to --tp runs a MoE model's routed experts whole (as cost --simulate); with --enable-dp-attention "
+        "--dp-size N the DP ranks are simulated at --ep-size N = --tp."))
     step_cost: str | None = flag("--step-cost", help="roofline (default) or calibrated (see kvledger simulate --help).")
     gpu_profile: str | None = flag_like(EngineFlags, "gpu_profile")
     gemm_efficiency: str | None = flag_like(EngineFlags, "gemm_efficiency")
@@ -188,12 +192,7 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
                                 # the workload's system prompt and document pool: SimRequestArgs fields too
                                 ("shared_prefix_tokens", r.shared_prefix_tokens),
                                 ("document_pool", r.document_pool)) if v is not None}
-    if dp is not None and (dp.data_parallel_size or 1) > 1:
-        engine["data_parallel_size"] = dp.data_parallel_size
-    if dp is not None and dp.all2all_backend:  # vLLM's, in every plan and simulation of the report (vllm_all2all)
-        engine["all2all_backend"] = dp.all2all_backend
-    if dp is not None and (dp.pp or 1) > 1:  # vLLM's pipeline stages in every plan and simulation (sim_pp.py)
-        engine["pp"] = dp.pp
+    engine |= _parallel_engine(model, e, dp)
     req = ReportRequest(model=model, gpu=gpu, slo=slo, api=r.api, trace=r.trace or "azure-conv", **synthetic,
                          num_requests=r.num_requests,
                          seed=r.seed, target=r.target, engine=engine, utilization=b.utilization,
@@ -212,8 +211,43 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
         from kvledger.analyses.serving.decision_data import sim_args
         from kvledger.cli.dp_flags import with_dp
 
-        with_dp(dataclasses.replace(sim_args(req), data_parallel_size=None), dp, dp_attention=False)
+        with_dp(dataclasses.replace(sim_args(req), data_parallel_size=None, enable_dp_attention=None,
+                                    moe_a2a_backend=None), dp)
     return req
+
+
+def _parallel_engine(model: str, e: ReportEngineFlags, dp: Any) -> dict[str, Any]:
+    """The engine settings of the parallelism flags beyond TP, as every plan and simulation of the report takes them:
+    SGLang's --ep-size (checked, ``_check_ep``) and DP attention with its all-to-all backend (sim_sglang_dp.py),
+    vLLM's DP ranks, all-to-all backend (vllm_all2all.py) and pipeline stages (sim_pp.py)."""
+    out: dict[str, Any] = {}
+    if e.ep_size is not None:  # SGLang's --ep-size: refused off SGLang or where SGLang refuses it (ep_flags.py)
+        _check_ep(model, e)
+        if e.ep_size != 1:  # 1: SGLang's default, no expert parallelism
+            out["ep_size"] = e.ep_size
+    if dp is None:
+        return out
+    if dp.enable_dp_attention:  # before the size: the command lines read --enable-dp-attention --dp-size N
+        out["enable_dp_attention"] = True
+    if (dp.data_parallel_size or 1) > 1:
+        out["data_parallel_size"] = dp.data_parallel_size
+    if dp.moe_a2a_backend:
+        out["moe_a2a_backend"] = dp.moe_a2a_backend.lower()
+    if dp.all2all_backend:
+        out["all2all_backend"] = dp.all2all_backend
+    if (dp.pp or 1) > 1:
+        out["pp"] = dp.pp
+    return out
+
+
+def _check_ep(model: str, e: ReportEngineFlags) -> None:
+    """``--ep-size`` refused as cost --simulate refuses it (``ep_flags.refuse_ep_flags``), the model read for the
+    words."""
+    from kvledger.catalog.models import load_model
+    from kvledger.cli.ep_flags import refuse_ep_flags
+
+    refuse_ep_flags(str(report_policy(e.engine) or "vllm"), e.tp or 1, e.ep_size, None, load_model(model),
+                    ("simulation", "report"))
 
 
 def report_policy(engine: str | None) -> str | None:

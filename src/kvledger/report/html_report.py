@@ -21,6 +21,7 @@ from kvledger.ledgers.decision_notes import band_end_text, effective_cost_line
 from kvledger.ledgers.factor_rows import peak_cap_text
 from kvledger.ledgers.items import dated
 from kvledger.report.decision_view import capacity_band_clause, not_steady_lines, sized_capacity, sized_run_figures
+from kvledger.report.dp_layout import dp_layout_text, per_rank_words
 from kvledger.report.figure import Figure, fmt, svg_of
 
 __all__ = ["report_figures", "drawn_figures", "render_html", "SECTIONS", "TIER_SECTION", "api_pricing_words",
@@ -104,9 +105,9 @@ def _answer(data: ReportData) -> str:
     cs = c["simulation"]["capacity_search"]
     good, share, whose = sized_run_figures(cs)  # at the rate sized on: the run at the bound where that caps it
     mml = data.plan["memory"]["max_model_len"]
-    conc = {r["context_tokens"]: (f"{r['max_requests']:,}" if r["within_max_model_len"] else f"none (beyond "
-        f"max_model_len {mml:,})")
-            for r in data.plan["concurrency"]}
+    conc = {r["context_tokens"]: (per_rank_words(data.plan, r["context_tokens"], f"{r['max_requests']:,}")
+                                  if r["within_max_model_len"] else f"none (beyond max_model_len {mml:,})")
+            for r in data.plan["concurrency"]}  # the plan's one pool; under DP the ranks' in all (dp_layout.py)
     lines = [h.strip() for h in c.get("headline") or [f"Verdict: {c['verdict']}."]]
     if c.get("decision") is not None:
         lines.append(rests_on_text(c["decision"]))
@@ -260,7 +261,7 @@ def render_html(data: ReportData, figures: list[Figure]) -> str:
              f"SLO {escape(inp['slo_text'])}; engine {escape(sim['plan']['engine'])} "
              f"{escape(sim['plan']['engine_version'])}, "
              f"TP {sim['tp']}, max_model_len {sim['engine']['max_model_len']:,}, max_num_seqs "
-             f"{sim['engine']['max_num_seqs']:,}; "
+             f"{sim['engine']['max_num_seqs']:,}{escape(dp_layout_text(data.plan, sim['model']))}; "
              f"step cost: {escape(_step_cost_words(sim['step_cost']))}.</p>",
              _answer(data)]
     for anchor, heading, keys in (*SECTIONS, TIER_SECTION):

@@ -114,7 +114,9 @@ def build_plan_section(req: ReportRequest) -> dict[str, Any]:
                              max_num_seqs=e.get("max_num_seqs"), wddm=bool(e.get("wddm")),
                              allreduce_link_share=e.get("allreduce_link_share"),
                              enable_expert_parallel=bool(e.get("enable_expert_parallel")),
-                             data_parallel_size=e.get("data_parallel_size"), all2all_backend=e.get("all2all_backend"))
+                             data_parallel_size=e.get("data_parallel_size"), all2all_backend=e.get("all2all_backend"),
+                             ep_size=e.get("ep_size"), enable_dp_attention=e.get("enable_dp_attention"),
+                             moe_a2a_backend=e.get("moe_a2a_backend"))  # SGLang's EP and DP attention (dp_attention)
     p = build_plan(load_model(req.model), resolve_gpu(req.gpu), settings)
     if req.tier is None:
         return p.to_dict()

@@ -20,7 +20,7 @@ report compares (``decision_data`` re-exports it)."""
 
 PLAN_KEYS = ("engine_version", "tp", "max_model_len", "gpu_memory_utilization", "kv_cache_dtype", "quantization",
              "max_num_seqs", "wddm", "allreduce_link_share", "enable_expert_parallel",
-             "data_parallel_size", "pp")
+             "data_parallel_size", "pp", "ep_size", "enable_dp_attention", "moe_a2a_backend")
 """The engine settings ``kvledger plan`` takes (the others are the simulator's)."""
 
 
@@ -113,8 +113,10 @@ def _bill_flags(req: Any) -> str:
 def report_commands(req: Any, gpu_price: str) -> dict[str, str]:
     """The kvledger command lines whose ``--json`` each section of the report equals (``gpu_price``: the cost
     command's price flags)."""
-    eng = "".join(_flag(k, v) for k, v in req.engine.items())  # the engine's flags as the CLI takes them
-    plan_eng = "".join(_flag(k, v) for k, v in req.engine.items() if k in PLAN_KEYS)
+    sg = req.engine.get("policy") == "sglang"  # SGLang's spelling of its DP size (--dp-size), which every command takes
+    eng = "".join(_flag("dp_size" if sg and k == "data_parallel_size" else k, v) for k, v in req.engine.items())
+    plan_eng = "".join(_flag("dp_size" if sg and k == "data_parallel_size" else k, v) for k, v in req.engine.items()
+                       if k in PLAN_KEYS)
     plan_eng += " --engine sglang" if req.engine.get("policy") == "sglang" else ""
     tiers = tier_flags_text(getattr(req, "tier", None))
     plan_eng += tier_flags_text(getattr(req, "tier", None), simulator=False)  # plan sizes the tiers
