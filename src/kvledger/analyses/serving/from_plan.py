@@ -245,8 +245,9 @@ def _refuse_unplannable(plan) -> None:
         raise InputError(N.override_leaves_no_block(m.num_gpu_blocks, m.available_kv_bytes))
     if oom := override_out_of_memory(plan):  # vLLM zero-fills the override's blocks: CUDA out of memory
         raise DoesNotFitError(oom.message)
-    if m.state_refused:  # SGLang's Mamba state slots serve no request (the plan's note says why)
-        raise DoesNotFitError(next(n for n in m.notes if n.startswith("SGLang would refuse to start")))
+    state = next((n for n in m.notes if n.startswith("SGLang would refuse to start")), None)
+    if m.state_refused and state:  # SGLang's Mamba state slots serve no request (the plan's note says why); an empty
+        raise DoesNotFitError(state)  # pool (max_running_requests 0 for want of KV) is the does-not-fit below
     if not m.fits:
         raise DoesNotFitError(N.does_not_fit(m.available_kv_bytes, m.usable_blocks))
 
