@@ -16,14 +16,12 @@ __all__ = ["SimDataParallelFlags", "SIM_DP", "SearchDataParallelFlags", "DP_REFU
            "with_dp", "refuse_dp_on_files"]
 
 DP_REFUSAL = (
-    "{flags}: `kvledger plan` models data-parallel attention's memory (vLLM --data-parallel-size with "
-    "--enable-expert-parallel, SGLang --enable-dp-attention --dp-size: the weights per GPU, each DP rank's KV pool, "
-    "requests per rank and in all), but the simulator steps one TP group per replica and does not yet model DP ranks "
-    "stepping together in this command (`kvledger simulate`, `goodput --simulate` and `cost --simulate` do, for "
-    "vLLM's --data-parallel-size with --enable-expert-parallel on a MoE model and SGLang's --enable-dp-attention), so "
-    "it cannot take them; plan the memory with `kvledger plan ... {flags}`, simulate the DP ranks with `kvledger "
-    "simulate`, or run this command "
-    "without them (--tp for one replica, --replicas for independent ones)")
+    "{flags}: `kvledger search` plans and simulates vLLM's engine only, so it cannot take SGLang's DP attention; "
+    "`kvledger plan --engine sglang ... {flags}` plans its memory (each DP rank's KV pool, requests per rank and in "
+    "all), and `kvledger simulate`, `goodput --simulate`, `cost --simulate` and `report` simulate its DP ranks in "
+    "lock-step (--engine sglang --tp N --ep-size N --enable-dp-attention --dp-size N, a MoE model SGLang runs DP "
+    "attention for); the search's own DP axis is vLLM's --data-parallel-size with --enable-expert-parallel, whose "
+    "SGLang launch line carries SGLang's nearest layout (--dp-size N --enable-dp-attention); drop {flags} here")
 """The refusal, formatted with the flags given."""
 _SG_WORKS = ("simulate takes SGLang's DP attention as --engine sglang --tp N --ep-size N --enable-dp-attention "
              "--dp-size N [--moe-a2a-backend none|deepep]")
@@ -76,8 +74,8 @@ class SearchDataParallelFlags:
         "(N × TP GPUs) with --enable-expert-parallel, simulated in lock-step as `kvledger simulate` does (default: "
         "1, none); refused for a dense model, whose DP ranks are the replicas the search already sizes."))
     enable_dp_attention: bool = flag("--enable-dp-attention", default=False, help=(
-        "SGLang's DP attention: simulated by `kvledger simulate`, `goodput --simulate` and `cost --simulate` "
-        "(`kvledger plan` models its memory); refused here."))
+        "SGLang's DP attention: simulated by `kvledger simulate`, `goodput --simulate`, `cost --simulate` and "
+        "`report` (`kvledger plan` models its memory); refused here (search simulates vLLM only)."))
     all2all_backend: str | None = flag("--all2all-backend", help=(
         "vLLM's expert-parallel all-to-all backend for every DP candidate (VLLM_ALL2ALL_BACKEND before 0.11.1): the "
         "rows each GPU's MoE layers run in the profile, as `kvledger plan --all2all-backend` counts them."))
