@@ -114,8 +114,9 @@ class TierStats:
         remote: the remote store (LMCache remote, below the disk; HiCache mooncake storage; with one only).
         host_unserved_tokens: tokens loaded from the host whose blocks were evicted before the request's admission
             and recomputed (load_hold.py): in loaded_bytes and host_load_s, not in host_hit_tokens (only when > 0).
-        resume: what preempted requests got back from each tier when they resumed (resume_stats.py; vLLM's paged
-            tier, with a preemption only): its reloads are in loaded_bytes and host_load_s, not in the hit rates.
+        resume: what preempted (SGLang: retracted) requests got back from each tier when they resumed
+            (resume_stats.py; with a preemption only): its reloads are in loaded_bytes and host_load_s, not in the
+            hit rates.
         evicted_wanted_units: host units evicted that a later lookup then missed (wanted after their eviction), each
             once an eviction: the evictions that cost a hit; 0 when no evicted unit was wanted again.
     """
@@ -225,12 +226,13 @@ def _stats(managers: list, host: HostTier, duration_s: float) -> TierStats:
     step = max(1, len(occ) // 200)
     # loads whose blocks were evicted before admission (load_hold.py): moved and timed, not served
     cu, du, ru = (sum(getattr(m, f"{k}_unserved_tokens", 0) for m in managers) for k in ("host", "disk", "remote"))
-    resumed = resume_stats(managers) if paged else None  # SGLang's retractions: not modelled here
+    resumed = resume_stats(managers)  # vLLM's and LMCache's resumes, SGLang HiCache's after retraction
     loaded = (c + cu + (resumed.host_reloaded_tokens + resumed.host_unserved_tokens if resumed else 0)) \
         * host.bytes_per_token
+    lower = ((resumed.lower_reloaded_tokens or 0) if resumed else 0) + d + r + du + ru  # + LMCache's on resume
     return TierStats(q, h, c, h / q if q else 0.0, c / q if q else 0.0, sum(m.host_load_s for m in managers), loaded,
                      sum(m.lru.stored for m in managers), sum(m.lru.evicted for m in managers),
-                     (loaded + (d + r + du + ru) * host.bytes_per_token) / duration_s if duration_s > 0 else 0.0,
+                     (loaded + lower * host.bytes_per_token) / duration_s if duration_s > 0 else 0.0,
                      host.capacity_units, max((u for _, u in occ), default=0), tuple(occ[::step]),
                      *_extras(managers, host, q, d, r), host_unserved_tokens=cu or None,
                      evicted_wanted_units=sum(m.lru.evicted_wanted for m in managers), resume=resumed)

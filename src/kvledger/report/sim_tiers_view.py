@@ -69,7 +69,7 @@ def render_sim_tiers(rep: SimTierReport, console, sessions: bool = True, workloa
         t.add_row(name, *(c[i][1] for c in cols))
     console.print(t)
     if rep.resume is not None:
-        console.print(resume_line(rep.resume))
+        console.print(resume_line(rep.resume, rep.engine))
     a, b = rep.ttft_s_with_tier, rep.ttft_s_without_tier
     t = table("TTFT with and without the host tier (the same run simulated twice)", "figure", "with the tier",
               "without")
@@ -83,10 +83,16 @@ def render_sim_tiers(rep: SimTierReport, console, sessions: bool = True, workloa
     console.print(tier_verdict_line(rep.judgment, sessions, workload).replace(" (simulated below)", ""))
 
 
-def resume_line(r) -> str:
-    """Where the KV of preempted requests came from when they resumed (``ResumeStats``), tokens, per tier."""
+def resume_line(r, engine: str = "vllm") -> str:
+    """Where the KV of preempted requests came from when they resumed (``ResumeStats``), tokens, per tier; the
+    engine's rule (``engine``: "vllm" or "sglang") in words."""
     lost = f" ({r.host_unserved_tokens:,} of them loaded, then evicted before use)" if r.host_unserved_tokens else ""
+    lower = "" if r.lower_reloaded_tokens is None else \
+        f", {r.lower_reloaded_tokens:,} from the tiers below it (disk, remote)"
+    rule = ("SGLang matches a retracted request again in its radix tree, which kept what its prefill computed, and "
+            "the host tier" if engine == "sglang" else "vLLM looks a resumed request up again in HBM and the KV "
+            "connector")
     return (f"on resume after preemption ({r.resumes:,} resumes, {r.resume_tokens:,} tokens of prompt + generated "
             f"KV): {r.hbm_hit_tokens:,} found in HBM's prefix cache, {r.host_reloaded_tokens:,} reloaded from the "
-            f"host tier, {r.recomputed_tokens:,} recomputed{lost} (vLLM looks a resumed request up again in HBM and "
-            "the KV connector; not in the hit rates above, which count first arrivals)")
+            f"host tier{lower}, {r.recomputed_tokens:,} recomputed{lost} ({rule}; not in the hit rates above, which "
+            "count first arrivals)")

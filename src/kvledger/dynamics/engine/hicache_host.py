@@ -5,6 +5,13 @@ the tree (hit count ≥ 1), ``write_through_selective`` once it is matched again
 loads the host-resident continuation of the device prefix (skipped under ``load_back_threshold`` = 10 tokens) into
 device slots, layer by layer beside the forward pass: the prefill step takes max(its compute, the load).
 ``write_back`` (backup on device eviction): hicache_write_back.py; a storage tier below the host: hicache_storage.py.
+
+Retraction and resume (0.5.23 ``managers/schedule_batch.py : release_req``, ``Req.init_next_round_input``): a
+retracted request's KV is released without a checkpoint (``release_kv_cache(checkpoint=False)``), so the tree (and
+the host, which backs up tree nodes) keeps what its prefill checkpointed, not what it decoded since
+(``RadixKVManager.kept_tokens``); back in the waiting queue it is matched as any request, over prompt + output
+(``match_prefix``, then ``init_load_back`` for the host-resident continuation). Its load-back counts apart from the
+first-arrival hits (``host_resume_hit_tokens``, dynamics/resume_stats.py).
 """
 
 from __future__ import annotations
@@ -22,10 +29,13 @@ LOAD_BACK_THRESHOLD = 10  # SGLang unified_radix_cache.py load_back_threshold, t
 class HiCacheRadixKVManager(RadixKVManager):
     """SGLang's radix cache with HiCache's host tier (module doc); host units are prompt segments."""
 
+    reloads_in_hits = False  # its load-backs are not in prefix_stats' hits (the device's alone): resume_stats.py
+
     def __init__(self, capacity_tokens: int, block_size: int = 1, *, host: HostTier) -> None:
         super().__init__(capacity_tokens, block_size)
         self.host, self.lru = host, HostLRU(host.capacity_units)
-        self.host_hit_tokens = 0
+        self.host_hit_tokens = 0  # loaded back at first admission, tokens
+        self.host_resume_hit_tokens = 0  # loaded back for retracted requests' resumes, tokens
         self.host_load_s = 0.0
         self.pending_load_s = 0.0  # load time of this step's admissions (read by LoadAwareStepCost), s
         self._seen: dict[int, int] = {}  # write_through_selective: segment key → requests that held it
@@ -62,7 +72,7 @@ class HiCacheRadixKVManager(RadixKVManager):
         self._backup(req, req.num_computed_tokens)
 
     def free(self, req: SimRequest, preempted: bool) -> None:
-        self._backup(req, req.num_computed_tokens)
+        self._backup(req, self.kept_tokens(req, preempted))
         self._backed.pop(req.uid, None)
         super().free(req, preempted)
 
@@ -71,7 +81,7 @@ class HiCacheRadixKVManager(RadixKVManager):
         S = req.spec.segment_tokens
         keys = self._chain(req)
         start, limit = matched // S, min(len(keys), (req.num_tokens - 1) // S)
-        if matched % S or start >= limit or req.num_preemptions:
+        if matched % S or start >= limit:
             return (node, matched, 0), hit
         n = self.lru.lookup(keys, start, limit) * S
         n = min(n, req.num_tokens - 1 - hit)
@@ -88,7 +98,10 @@ class HiCacheRadixKVManager(RadixKVManager):
         if host:
             req.num_computed_tokens += host
             t = self.host.load_s(host)
-            self.host_hit_tokens += host
+            if req.num_preemptions:
+                self.host_resume_hit_tokens += host
+            else:
+                self.host_hit_tokens += host
             self.host_load_s += t
             self.pending_load_s += t  # this step's loads share the host link
         return True

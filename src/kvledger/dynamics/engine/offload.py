@@ -32,6 +32,14 @@ vLLM (``distributed/kv_transfer/kv_connector/v1/offloading_connector.py``, 0.11.
   a preempted request is looked up again, in HBM and in the CPU tier, at each attempt to schedule it, over all its
   full blocks (0.19.0–0.22.0 stored generated blocks too; from 0.23.0 ``offload_prompt_only``, ``prompt_only`` here);
   its reloads count apart from first-arrival hits (``host_resume_hit_tokens``; resume_stats.py).
+* LMCache 0.5.6 (``integration/vllm/vllm_v1_adapter.py`` for ``LMCacheConnectorV1``, ``lmcache_mp_connector.py``
+  for ``LMCacheMPConnector``, which vLLM 0.33.0 imports from lmcache when installed): ``get_num_new_matched_tokens``
+  looks ``request.all_token_ids`` up in whole chunks from token 0, a resumed request's afresh (``clear_lookup_status``
+  at its first admission; MP drops a preempted request's tracker), and returns the chunks hit less the current HBM
+  hit. The chunk count is kept (``lookup_cache``, ``_pending_lookups``; chunks pinned) until admission, the load
+  recounted at each attempt: a request that found chunks is asked again (here looked up afresh); one that found none
+  is not. Only whole prompt chunks are saved (``save_decode_cache`` off: ``ReqMeta.from_request_tracker``,
+  ``GetStoreMetadata``), so a resume reloads at most its prompt's whole chunks beyond its HBM hit.
 * LMCache's load in the step (``HostTier.load_in_step``): vLLM before 0.33 runs ``--kv-offloading-backend lmcache``
   as ``LMCacheConnectorV1`` (``config/vllm.py``, read in 0.12.0 and 0.19.0), whose ``get_num_new_matched_tokens``
   returns load_async False (``lmcache_connector.py``; LMCache 0.5.6 ``vllm_v1_adapter.py``, ``enable_async_loading``
@@ -140,6 +148,7 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
         self._in_step: dict[int, float] = {}  # load_in_step: uid → load time s its admission's step takes on
         self.pending_load_s = 0.0  # load_in_step: the load time of this step's admissions (InStepLoadStepCost), s
         self._per = max(1, host.chunk_tokens // self.block_size)  # blocks per host unit
+        self._found = 0  # LMCache: chunks the last lookup found (one that found some is asked again)
         if host.chunk_tokens % self.block_size:
             raise InputError(f"LMCache's chunk ({host.chunk_tokens} tokens) must be whole blocks of {self.block_size}")
 
@@ -177,12 +186,12 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
         self._arrival_looked.discard(req.uid)
         self._in_step.pop(req.uid, None)
         super().free(req, preempted)
-        if preempted and self.enable_caching and self._per == 1:
+        if preempted and self.enable_caching:
             # vLLM asks the connector again when it reaches the resumed request: ``schedule`` looks up every waiting
             # request with num_computed_tokens 0 (v1/core/sched/scheduler.py, 0.19.0 and 0.33.0), a preempted one
             # too; its pending stores were flushed at the preemption (offloading connector ``build_connector_meta``:
-            # preempted_req_ids), so its own stored blocks can load back (``_lookup_range``). LMCache's chunks: not
-            # modelled on resume (its adapter was not read for it)
+            # preempted_req_ids), so its own stored blocks can load back (``_lookup_range``). LMCache 0.5.6 looks
+            # it up afresh too (module doc)
             self._deferred.add(req.uid)
 
     def free_finished(self, reqs) -> None:
@@ -200,7 +209,7 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
             return 0.0
         self.occupancy.append((req.arrival_s, self.lru.num_held))
         t = None if queued or self.host.load_in_step else self._try_load(req)  # an in-step load waits for a step
-        if t is None or (t == 0.0 and self._per == 1):  # nothing found: looked up again after a failed attempt
+        if t is None or (t == 0.0 and (self._per == 1 or self._found)):  # asked again next attempt
             self._deferred.add(req.uid)
             if t is not None:
                 self._arrival_looked.add(req.uid)
@@ -222,9 +231,9 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
         t = self._try_load(req)
         if t is None:
             return None
-        if t > 0 or self._per > 1 and not req.num_preemptions:  # one that loads nothing now is looked up again at
-            self._deferred.discard(req.uid)  # its next attempt, as vLLM asks at each while nothing is computed
-            # (module doc; its HBM hit may shrink, another request may store its prefix); LMCache's: once
+        if t > 0 or self._per > 1 and not self._found:  # one that loads nothing now is looked up again at its
+            self._deferred.discard(req.uid)  # next attempt, as vLLM asks at each while nothing is computed (module
+            # doc; its HBM hit may shrink, another request may store its prefix); LMCache's only if it found chunks
         if t > 0:
             if self.host.load_in_step:
                 self._in_step[req.uid] = t
@@ -251,7 +260,8 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
             self.lru.touch(self._keys_range(req, 0, req.num_tokens // B))
         if self._per > 1:  # LMCache: whole chunks from the prompt's start, beyond the GPU hit
             chunk_keys = keys[self._per - 1:limit:self._per]
-            n = self.lru.lookup(chunk_keys, 0, len(chunk_keys)) * self._per - start
+            self._found = self.lru.lookup(chunk_keys, 0, len(chunk_keys))
+            n = self._found * self._per - start
         else:
             n = self.lru.lookup(keys, start, limit) if start < limit else 0
         if n <= 0:
@@ -273,8 +283,9 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
         request's ``block_hashes`` up from its GPU hit. The GPU hit is ``match``'s: the request's freed, hashed blocks
         stay cached in the free queue until reused (block_pool.py ``free_blocks``)."""
         B = self.block_size
-        if req.num_preemptions and self._per == 1:
-            end = min(req.num_tokens - 1, req.num_prompt_tokens) if self.host.prompt_only else req.num_tokens - 1
+        if req.num_preemptions:  # LMCache: only the prompt's chunks were saved (save_decode_cache off)
+            end = min(req.num_tokens - 1, req.num_prompt_tokens) if self.host.prompt_only or self._per > 1 else \
+                req.num_tokens - 1
             limit = end // B
             return self._keys_range(req, 0, limit), limit, len(self.match(req)[0])
         keys = self._keys(req)

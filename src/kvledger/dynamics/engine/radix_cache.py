@@ -3,8 +3,8 @@ leaves.
 
 Follows SGLang's ``mem_cache/radix_cache.py`` (docs/engine-model.md §3.3, §6.8), run
 "simulated" on token counts: the pool holds ``capacity_tokens`` token slots; finished
-(and retracted) requests leave their tokens in the tree, where they stay matchable and
-evictable; running requests lock the path they use; allocation evicts least-recently
+requests leave their tokens in the tree, where they stay matchable and evictable, retracted ones only what their
+last prefill checkpointed (``free``); running requests lock the path they use; allocation evicts least-recently
 used unlocked leaves, a whole node at a time (``evict``).
 
 Content model. A node stands for one whole prompt segment (``RequestSpec.prefix_segments``,
@@ -78,6 +78,7 @@ class RadixKVManager(RadixStretches, RadixFresh):
         self._seq = 0
         self.num_evictions = 0
         self.prefix_stats = PrefixCacheStats()
+        self._fill: dict[int, int] = {}  # uid → a resumed request's num_tokens at admission (its prefill's)
         self.held_slots = 0  # Σ over running requests of the token slots each uses (shared path per holder), tokens
 
     # ------------------------------------------------------------ accounting
@@ -248,6 +249,8 @@ class RadixKVManager(RadixStretches, RadixFresh):
         self.held_slots += hit + take
         if not self._take(req, take):
             raise RuntimeError("radix cache: admission check passed but allocation failed")
+        if req.num_preemptions:
+            self._fill[req.uid] = req.num_tokens
         count_admission(self.prefix_stats, req, hit)
         return True
 
@@ -268,9 +271,17 @@ class RadixKVManager(RadixStretches, RadixFresh):
         matchable."""
         self._insert(req, req.num_computed_tokens)
 
+    def kept_tokens(self, req: SimRequest, preempted: bool) -> int:
+        """Tokens ``free`` puts in the tree: all computed at finish; on retraction only what the last prefill
+        checkpointed (its fill at admission): SGLang 0.5.23 ``schedule_batch.py : release_req`` calls
+        ``release_kv_cache(checkpoint=False)``, freeing the KV beyond ``cache_protected_len`` (decoded tokens)."""
+        cap = self._fill.get(req.uid, req.num_prompt_tokens) if preempted else req.num_computed_tokens
+        return min(req.num_computed_tokens, cap)
+
     def free(self, req: SimRequest, preempted: bool) -> None:
-        """SGLang ``cache_finished_req``: the request's computed tokens join the tree, then its path unlocks."""
-        computed = req.num_computed_tokens
+        """SGLang ``release_kv_cache``: ``kept_tokens`` join the tree, the rest is freed; the path unlocks."""
+        computed = self.kept_tokens(req, preempted)
+        self._fill.pop(req.uid, None)
         self._insert(req, computed)
         node, tail = req.node, computed - req.tree_tokens
         if tail > 0:
