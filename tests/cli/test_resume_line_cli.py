@@ -30,3 +30,12 @@ def test_with_a_host_tier_only_the_tiers_resume_line_is_given():
     assert d["kv_tiers"]["resume"]["resumes"] > 0
     out = " ".join(run_cli(*RUN, "--kv-offloading-size", "64").output.split())
     assert out.count("on resume after preemption") == 1 and "reloaded from the host tier" in out
+
+
+def test_lmcache_resumes_reload_their_prompt_chunks():
+    # LMCache 0.5.6 looks a resumed request up again (its saved prompt chunks beyond its HBM hit): on this run the
+    # tier reloads some of the resumes' tokens (it reloaded none before the rule; 544 of 95,483 when written)
+    d = cli_json(*RUN, "--kv-offloading-size", "64", "--kv-offloading-backend", "lmcache", "--json")
+    r = d["kv_tiers"]["resume"]
+    assert r["resumes"] > 0 and r["host_reloaded_tokens"] > 0 and "lower_reloaded_tokens" not in r
+    assert r["hbm_hit_tokens"] + r["host_reloaded_tokens"] + r["recomputed_tokens"] == r["resume_tokens"]

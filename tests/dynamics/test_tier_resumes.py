@@ -123,3 +123,19 @@ def test_hicache_loads_a_retracted_requests_prompt_back_from_host():
     assert t.loaded_bytes == 16 * BPT and t.host_load_s == pytest.approx(16 * BPT / 51.2e9)
     base = run.without_offload
     assert base.summary.num_preemptions == 1 and _rec(base, "B").num_preemptions == 1
+
+
+def test_the_resume_line_names_each_engines_rule_and_the_lower_tiers():
+    from kvledger.report.sim_tiers_view import resume_line
+
+    # the HiCache run above: 42 tokens back, 16 loaded back from host, 26 recomputed
+    line = resume_line(ResumeStats(1, 42, 0, 16, 26, 0), "sglang")
+    assert line.startswith("on resume after preemption (1 resumes, 42 tokens of prompt + generated KV): 0 found in "
+                           "HBM's prefix cache, 16 reloaded from the host tier, 26 recomputed (SGLang matches a "
+                           "retracted request again in its radix tree, which kept what its prefill computed, and the "
+                           "host tier;")
+    # LMCache with a disk tier: 17 = 0 + 8 host + 4 from disk + 5 recomputed
+    line = resume_line(ResumeStats(1, 17, 0, 8, 5, 0, 4))
+    assert "8 reloaded from the host tier, 4 from the tiers below it (disk, remote), 5 recomputed (vLLM looks" in line
+    with pytest.raises(RuntimeError, match="resume accounting"):
+        ResumeStats(1, 17, 0, 8, 9, 0, 4)  # 0 + 8 + 9 + 4 ≠ 17
