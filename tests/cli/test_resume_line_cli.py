@@ -39,3 +39,17 @@ def test_lmcache_resumes_reload_their_prompt_chunks():
     r = d["kv_tiers"]["resume"]
     assert r["resumes"] > 0 and r["host_reloaded_tokens"] > 0 and "lower_reloaded_tokens" not in r
     assert r["hbm_hit_tokens"] + r["host_reloaded_tokens"] + r["recomputed_tokens"] == r["resume_tokens"]
+
+
+@pytest.mark.parametrize("backend", ["native", "lmcache"])
+def test_offload_prints_the_tiers_resume_line_with_its_json_counts(backend):
+    # 100 chat sessions at 5/s on 30 % of an H100: a few turns are preempted; the text gives the JSON's counts
+    run = ("offload", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--sessions", "100", "--session-rate", "5",
+           "--kv-offloading-size", "64", "--gpu-memory-utilization", "0.3", "--kv-offloading-backend", backend)
+    r = cli_json(*run, "--json")["tier_stats"]["resume"]
+    assert r["resumes"] > 0 and r["host_reloaded_tokens"] > 0
+    out = " ".join(run_cli(*run).output.split())
+    assert out.count("on resume after preemption") == 1
+    assert (f"({r['resumes']:,} resumes, {r['resume_tokens']:,} tokens of prompt + generated KV): "
+            f"{r['hbm_hit_tokens']:,} found in HBM's prefix cache, {r['host_reloaded_tokens']:,} reloaded from the "
+            f"host tier, {r['recomputed_tokens']:,} recomputed") in out

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kvledger.report.kv_tiers_view import render_kv_tiers
+from kvledger.report.sim_tiers_view import resume_line
 from kvledger.report.step_cost_view import step_cost_lines, step_cost_source_line
 from kvledger.report.tables import table
 from kvledger.report.tier_verdict import tier_verdict_line
@@ -69,9 +70,8 @@ def render_offload(rep: OffloadReport, console) -> None:
         row(f"TTFT {q}", f"{a[q] * 1e3:,.1f} ms", f"{b[q] * 1e3:,.1f} ms",
             f"{g['ttft_s'][q] * 1e3:,.1f} ms" if g else "")
     console.print(t)
-    if rep.rules:
-        console.print("Host-tier rules: " + "; ".join(f"{k} {v.get('value', '')} ({v['source']})".replace("  ", " ")
-                                                      for k, v in rep.rules.items()))
+    for line in ([resume_line(s.resume, rep.engine)] if s.resume is not None else []) + _rules_line(rep.rules):
+        console.print(line)
     if rep.overload:
         console.print(f"[bold red]{rep.overload['note']}[/]")
     c = rep.cost
@@ -84,6 +84,12 @@ def render_offload(rep: OffloadReport, console) -> None:
         console.print(line)
     if rep.step_cost:  # the step cost named above the tables: how it prices a step
         console.print(step_cost_source_line(rep.step_cost))
+
+
+def _rules_line(rules: dict) -> list[str]:
+    """The host-tier rules the run turned on, in one line (none: [])."""
+    return ["Host-tier rules: " + "; ".join(f"{k} {v.get('value', '')} ({v['source']})".replace("  ", " ")
+                                            for k, v in rules.items())] if rules else []
 
 
 def replicas_label(num_replicas: int, gpus_per_replica: int) -> str:
