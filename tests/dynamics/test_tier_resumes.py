@@ -70,6 +70,26 @@ def test_lmcache_finds_nothing_beyond_hbm_when_hbm_keeps_the_prompt():
     assert run.tiers.loaded_bytes == 0
 
 
+@pytest.mark.parametrize("in_step, stored, evicted", [(False, 6, 5), (True, 4, 3)])
+def test_lmcache_saves_on_resume_under_mp_not_under_connector_v1(in_step, stored, evicted):
+    # 12 usable 4-token blocks; A, B: 16 prompt + 16 output at t = 0; LMCache holds 1 chunk of 8 tokens.
+    # Step 1 computes both prompts (4 blocks each, 4 free); each prompt's 2 whole chunks are saved in turn, A c0, A c1,
+    # B c0, B c1: the one-chunk tier keeps B c1 (4 stored, 3 evicted). Step k ≥ 2 computes token 15 + k of each:
+    # a 5th block each at step 2, a 6th at step 6 (12 used); at step 10 A needs a 7th: B is preempted with 24
+    # computed, 9 generated (num_tokens 25), its blocks freed tail first [B5 … B0]; A takes B5, then B4 at step 14,
+    # and finishes after step 16 (31 computed, 8 blocks). B resumes with 25 tokens: HBM has B0–B3 (16, its prompt);
+    # LMCache's lookup from chunk 0 misses (B c0 was evicted): nothing loads, 25 − 16 = 9 recomputed.
+    # Its re-prefill: LMCacheMPConnector (0.33) saves the prompt's chunks from its LMCache hit (0) on, B c0 and B c1
+    # again, each evicting the one before (6 stored, 5 evicted); LMCacheConnectorV1's tracker is still in decode
+    # phase (B had decoded), so it saves nothing (4 stored, 3 evicted).
+    cfg = EngineConfig(num_gpu_blocks=13, block_size=4, max_model_len=40, max_num_batched_tokens=64,
+                       async_scheduling=False)
+    host = HostTier(1, BPT, 51.2e9, 51.2e9, chunk_tokens=8, load_in_step=in_step)
+    t = simulate_offload([RequestSpec("A", 0.0, 16, 16), RequestSpec("B", 0.0, 16, 16)], cfg, COST, host).tiers
+    assert t.resume == ResumeStats(1, 25, 16, 0, 9, 0)
+    assert (t.stored_units, t.evicted_units) == (stored, evicted)
+
+
 def test_the_vllm_host_tiers_resume_is_unchanged():
     # vLLM's native connector (test_resume_reload.py): 0.19.0 reloads B2, B3 (8 tokens), 0.23.0 stores the prompt
     # only, which HBM has; no lower tier, so no lower_reloaded_tokens key

@@ -39,7 +39,8 @@ vLLM (``distributed/kv_transfer/kv_connector/v1/offloading_connector.py``, 0.11.
   hit. The chunk count is kept (``lookup_cache``, ``_pending_lookups``; chunks pinned) until admission, the load
   recounted at each attempt: a request that found chunks is asked again (here looked up afresh); one that found none
   is not. Only whole prompt chunks are saved (``save_decode_cache`` off: ``ReqMeta.from_request_tracker``,
-  ``GetStoreMetadata``), so a resume reloads at most its prompt's whole chunks beyond its HBM hit.
+  ``GetStoreMetadata``), so a resume reloads at most its prompt's whole chunks beyond its HBM hit. On resume MP saves
+  the prompt's chunks from its LMCache hit on; V1's tracker is still in decode phase if it had decoded: none.
 * LMCache's load in the step (``HostTier.load_in_step``): vLLM before 0.33 runs ``--kv-offloading-backend lmcache``
   as ``LMCacheConnectorV1`` (``config/vllm.py``, read in 0.12.0 and 0.19.0), whose ``get_num_new_matched_tokens``
   returns load_async False (``lmcache_connector.py``; LMCache 0.5.6 ``vllm_v1_adapter.py``, ``enable_async_loading``
@@ -154,6 +155,8 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
 
     def _offer(self, req: SimRequest, upto_tokens: int) -> None:
         per = self._per  # a chunk's key: its last block's chained key (it names the whole prefix)
+        if per > 1 and self.host.load_in_step and req.num_preemptions and req.num_generated > 1:
+            return  # LMCacheConnectorV1: a resumed request that had decoded keeps is_decode_phase, saving nothing
         if per > 1 or self.host.prompt_only:  # LMCache: save_decode_cache off; vLLM ≥ 0.23: offload_prompt_only
             upto_tokens = min(upto_tokens, req.spec.num_prompt_tokens)
         full = upto_tokens // (self.block_size * per)
@@ -190,8 +193,7 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
             # vLLM asks the connector again when it reaches the resumed request: ``schedule`` looks up every waiting
             # request with num_computed_tokens 0 (v1/core/sched/scheduler.py, 0.19.0 and 0.33.0), a preempted one
             # too; its pending stores were flushed at the preemption (offloading connector ``build_connector_meta``:
-            # preempted_req_ids), so its own stored blocks can load back (``_lookup_range``). LMCache 0.5.6 looks
-            # it up afresh too (module doc)
+            # preempted_req_ids), so its own stored blocks can load back (``_lookup_range``); LMCache's too
             self._deferred.add(req.uid)
 
     def free_finished(self, reqs) -> None:
@@ -279,14 +281,12 @@ class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
         recompute) looks up all its full blocks, its own prompt and generated ones too: vLLM hashes every full block
         of prompt and output (request.py ``append_output_token_ids`` → ``update_block_hashes``; ``allocate_slots``
         caches up to ``min(computed + new, num_tokens)``), 0.19.0's connector stores them all (offloading/scheduler.py
-        ``_get_reqs_to_store``, up to ``min(computed + new, num_tokens)``) and ``get_num_new_matched_tokens`` looks the
-        request's ``block_hashes`` up from its GPU hit. The GPU hit is ``match``'s: the request's freed, hashed blocks
-        stay cached in the free queue until reused (block_pool.py ``free_blocks``)."""
+        ``_get_reqs_to_store``) and ``get_num_new_matched_tokens`` looks the request's ``block_hashes`` up from its GPU
+        hit, ``match``'s: its freed, hashed blocks stay cached in the free queue until reused (``free_blocks``)."""
         B = self.block_size
         if req.num_preemptions:  # LMCache: only the prompt's chunks were saved (save_decode_cache off)
-            end = min(req.num_tokens - 1, req.num_prompt_tokens) if self.host.prompt_only or self._per > 1 else \
-                req.num_tokens - 1
-            limit = end // B
+            limit = min(req.num_tokens - 1, req.num_prompt_tokens if self.host.prompt_only or self._per > 1 else
+                        req.num_tokens) // B
             return self._keys_range(req, 0, limit), limit, len(self.match(req)[0])
         keys = self._keys(req)
         limit = min(len(keys), (req.num_tokens - 1) // B)
