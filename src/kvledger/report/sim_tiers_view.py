@@ -75,7 +75,7 @@ def render_sim_tiers(rep: SimTierReport, console, sessions: bool = True, workloa
               "without")
     t.add_row("prefix hit rate, HBM", f"{rep.per_tier[0].hit_rate:.3f}", f"{rep.hbm_hit_rate_without_tier:.3f}")
     for q, x, y in (("mean", a.mean, b.mean), ("p50", a.p50, b.p50), ("p90", a.p90, b.p90), ("p99", a.p99, b.p99)):
-        t.add_row(f"TTFT {q}", f"{x * 1e3:,.1f} ms", f"{y * 1e3:,.1f} ms")
+        t.add_row(f"TTFT {q}", *("—" if v is None else f"{v * 1e3:,.1f} ms" for v in (x, y)))  # None: none served
     console.print(t)
     if rep.rules:
         console.print("Host-tier rules: " + "; ".join(f"{k} {v.get('value', '')} ({v['source']})".replace("  ", " ")

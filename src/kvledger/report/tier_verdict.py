@@ -38,6 +38,9 @@ def tier_verdict_line(j, sessions: bool = True, workload: str = "", report: bool
     head = (f"The host tier does not help this workload: it served {j['host_hit_rate']:.2%} of prompt tokens "
             f"(under {j['threshold']:.0%}){_resumed(j)}")
     turn = "turn" if sessions else "request"
+    if j["cause"] == "none_admitted":
+        return (f"The host tier cannot be judged on this run: no {turn} was admitted (the engine rejected every one; "
+                "the warning above says why and what serves them).")
     if j["cause"] == "no_reuse":
         return f"{head}; no {turn} reused an earlier prefix."
     if j["cause"] == "served_below_hbm":  # nothing recomputed, yet under 1% of prompt tokens: little reuse

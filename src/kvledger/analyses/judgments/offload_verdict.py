@@ -83,7 +83,8 @@ def tier_judgment(stats, ttft_s_with: dict[str, float] | None = None, ttft_s_wit
     Why, in figures: ``reusable_tokens`` (``reuse.reusable_prefix_tokens`` of the workload; None: not known, then
     the reused ones) against ``reused_tokens`` (served by HBM and every tier below it, ``served_below_hbm_tokens`` by
     those below); ``hbm_share_of_reusable`` and ``recomputed_reusable_tokens`` (missed every tier); ``cause``:
-    "no_reuse"; "fits_in_hbm" (HBM held more than 1 − NEGLIGIBLE_RECOMPUTED_SHARE of them); "served_below_hbm"
+    "none_admitted" (no prompt token admitted: the engine rejected every request); "no_reuse"; "fits_in_hbm" (HBM
+    held more than 1 − NEGLIGIBLE_RECOMPUTED_SHARE of them); "served_below_hbm"
     (the tiers below served the rest: under NEGLIGIBLE_RECOMPUTED_SHARE recomputed) or "misses". ``host_full``: the host
     tier's peak, capacity and evicted units when it evicted, in ``host_unit`` (the simulated tier's unit and its
     tokens; None: "unit"), with ``evicted_wanted_units``: those a later lookup missed (None: not counted).
@@ -96,7 +97,9 @@ def tier_judgment(stats, ttft_s_with: dict[str, float] | None = None, ttft_s_wit
         NEGLIGIBLE_HOST_HIT_RATE
     loads = _tier_loads(stats)
     reuse = _reuse(stats, reusable_tokens, loads)
-    if not max(reuse["reused_tokens"], reusable_tokens or 0):
+    if getattr(stats, "prompt_tokens", None) == 0:  # no request admitted (all rejected): nothing to judge the tier on
+        cause = "none_admitted"
+    elif not max(reuse["reused_tokens"], reusable_tokens or 0):
         cause = "no_reuse"
     elif reuse["hbm_share_of_reusable"] > 1 - NEGLIGIBLE_RECOMPUTED_SHARE:
         cause = "fits_in_hbm"
@@ -124,14 +127,13 @@ def tier_judgment(stats, ttft_s_with: dict[str, float] | None = None, ttft_s_wit
 def _ttft(adds: bool, with_s: dict[str, float], without_s: dict[str, float]) -> dict[str, Any]:
     """``helps`` by the two runs' TTFT statistics (s): no worse in mean or p50 (``ttft_worse``, beyond
     TTFT_WORSE_TOLERANCE) and either ``adds`` hits or cuts the mean or p90 by more than TTFT_NOISE (``ttft_better``);
-    ``ttft_s``: the statistics compared."""
-    worse = [q for q in ("mean", "p50") if with_s[q] > without_s[q] * (1 + TTFT_WORSE_TOLERANCE)]
-    better = [q for q in ("mean", "p90") if q in with_s and q in without_s
-              and with_s[q] < without_s[q] * (1 - TTFT_NOISE)]
+    ``ttft_s``: the statistics compared (only those both runs have: a run that served no request has none)."""
+    both = [q for q in ("mean", "p50", "p90") if with_s.get(q) is not None and without_s.get(q) is not None]
+    worse = [q for q in ("mean", "p50") if q in both and with_s[q] > without_s[q] * (1 + TTFT_WORSE_TOLERANCE)]
+    better = [q for q in ("mean", "p90") if q in both and with_s[q] < without_s[q] * (1 - TTFT_NOISE)]
     return {"helps": (adds or bool(better)) and not worse, "ttft_worse": worse,
             "ttft_worse_tolerance": TTFT_WORSE_TOLERANCE, "ttft_better": better, "ttft_noise": TTFT_NOISE,
-            "ttft_s": {q: {"with_tier": with_s[q], "without_tier": without_s[q]} for q in ("mean", "p50", "p90")
-                       if q in with_s and q in without_s}}
+            "ttft_s": {q: {"with_tier": with_s[q], "without_tier": without_s[q]} for q in both}}
 
 
 def _resume(stats) -> dict[str, Any]:

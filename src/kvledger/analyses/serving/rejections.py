@@ -38,10 +38,13 @@ class Rejections:
         longest_request_tokens: its longest prompt + output, tokens: a max_model_len that serves every request whole.
         least_max_model_len: the least max_model_len that refuses none, tokens (vLLM V1: the longest prompt + 1, the
             outputs past it capped; otherwise the longest prompt + output).
+        pool_max_req_len: SGLang's max_req_len where its KV pool, not max_model_len, sets it (pool tokens − 1 <
+            max_model_len − 1: ``EngineConfig.sglang_pool_caps_context``), tokens; None otherwise. Then raising
+            --max-model-len serves no more requests: the pool must grow.
     """
 
     __json__ = ("num_rejected", "num_requests", "max_model_len", "rule", "longest_prompt_tokens",
-                "longest_request_tokens", "least_max_model_len", "attainment_ceiling", "source")
+                "longest_request_tokens", "least_max_model_len", "pool_max_req_len", "attainment_ceiling", "source")
     num_rejected: int
     num_requests: int
     max_model_len: int
@@ -50,6 +53,7 @@ class Rejections:
     longest_request_tokens: int
     least_max_model_len: int
     source: str = _RULE
+    pool_max_req_len: int | None = None
 
     @property
     def attainment_ceiling(self) -> float:
@@ -68,12 +72,22 @@ class Rejections:
                 f"counts as missing the SLO, so attainment is at most {self.attainment_ceiling:.1%} at any load")
         fix = self.fix_words()
         if self.blocks(target):
-            return (f"{head}, below the {target:.0%} target: max_model_len, not the SLO or the GPUs, is why no load "
-                    f"meets it — {fix}")
+            cause = ("SGLang's KV pool (its max_req_len), not the SLO or the load," if self.pool_max_req_len is not None
+                     else "max_model_len, not the SLO or the GPUs,")
+            return f"{head}, below the {target:.0%} target: {cause} is why no load meets it — {fix}"
         return f"{head}: {fix}"
 
     def fix_words(self) -> str:
-        """The --max-model-len that serves every request, and the least that rejects none, in words."""
+        """The --max-model-len that serves every request, and the least that rejects none, in words; where SGLang's
+        KV pool caps max_req_len (``pool_max_req_len``), the pool that serves them instead (tp_worker.py's
+        max_req_len = pool tokens − 1, and a prompt ≥ max_req_len − 5 is aborted: a pool of the longest prompt + 6
+        tokens admits every prompt, of the longest prompt + output + 1 serves every request whole)."""
+        if self.pool_max_req_len is not None:
+            return (f"SGLang's KV pool, not max_model_len, caps max_req_len at {self.pool_max_req_len:,} tokens, so "
+                    f"raising --max-model-len serves no more: a pool of at least {self.longest_prompt_tokens + 6:,} "
+                    f"tokens admits every prompt, {self.longest_request_tokens + 1:,} serves every request whole — "
+                    "raise --mem-fraction-static, use more GPUs (--tp) or a GPU with more memory (`kvledger plan "
+                    "--engine sglang` prints the pool), or use a workload whose requests fit")
         return (f"raise --max-model-len to at least {self.longest_request_tokens:,} (the workload's longest prompt + "
                 "output"
                 + (f"; {self.least_max_model_len:,}, its longest prompt + 1, is the least that rejects none, the "
@@ -113,7 +127,8 @@ def count_rejections(setup: Any) -> Rejections | None:
         rule = "a prompt ≥ max_model_len" if caps else "prompt + output > max_model_len"
     longest_prompt, longest = int(prompt.max()), int((prompt + output).max())
     return Rejections(n, int(prompt.size), cfg.max_model_len, rule, longest_prompt, longest,
-                      longest_prompt + 1 if caps and max_req is None else longest)
+                      longest_prompt + 1 if caps and max_req is None else longest,
+                      pool_max_req_len=max_req if cfg.sglang_pool_caps_context else None)
 
 
 def no_capacity_error(rejections: Rejections | None, lowest: float, target: float, slo_text: str,
