@@ -123,14 +123,14 @@ def engine_token_flags(max_model_len: str | None, max_num_batched_tokens: str | 
                                                  engine_version)
 
 
-def search_max_model_len(text: str | None, engine_version: str | None) -> int | None:
+def search_max_model_len(text: str | None, engine_version: str | None, engine: str = "vllm") -> int | None:
     """``search``'s --max-model-len as vLLM ``engine_version`` reads it (``read_max_model_len``); -1/auto refused: each
     candidate is planned and its workload checked at one length, and auto's differs by GPU and TP.
 
     Raises:
         InputError: as ``read_max_model_len``; auto on a release that reads it.
     """
-    n, auto = read_max_model_len(text, "vllm", engine_version)
+    n, auto = read_max_model_len(text, engine, engine_version)  # engine: search --engine's (sglang's own reader)
     if auto:
         raise InputError(f"--max-model-len {str(text).strip()}: search checks every candidate's workload against one "
                          "length, and vLLM's auto-fit gives each GPU and TP its own; give a length (`kvledger plan "

@@ -33,7 +33,8 @@ def search(model: str, *, slo: str, target: float = 0.9, gpus: Sequence[str] | N
            sessions: int | None = None,
            session_rate: float | None = None, max_model_len: int | str | None = None,
            gpu_memory_utilization: float | None = None, quantization: str | None = None,
-           engine_version: str | None = None, enable_expert_parallel: bool | None = None, wddm: bool | None = None,
+           engine: str | None = None, engine_version: str | None = None,
+           enable_expert_parallel: bool | None = None, wddm: bool | None = None,
            step_cost: str = "roofline", mamba_ssm_cache_dtype: str | None = None, cpu_overhead: str | None = None,
            gpu_profile: str | None = None, gemm_efficiency: str | None = None, client_latency: str | None = None,
            allreduce_link_share: float | None = None, inter_node_link: str | None = None,
@@ -49,7 +50,8 @@ def search(model: str, *, slo: str, target: float = 0.9, gpus: Sequence[str] | N
     """Plan, simulate and price every candidate (the product of ``gpus``/``gpu``, ``tp``, ``kv_cache_dtype``,
     ``max_num_seqs``, ``max_num_batched_tokens``, ``prefix_caching``, ``enable_expert_parallel`` and, for a MoE model,
     ``data_parallel_size``; ``disagg``: also prefill/decode units of ``disagg_splits``, "P:D"; None: the command's
-    default axis) against ``slo`` at ``target``, as ``kvledger search MODEL --slo SLO``. The workload is a trace, a
+    default axis) against ``slo`` at ``target``, as ``kvledger search MODEL --slo SLO``; ``engine`` "sglang" plans,
+    simulates and launches them as SGLang (None: vLLM). The workload is a trace, a
     synthetic one or ``workload`` "chat"/"agent" sessions (``sessions``, ``session_rate``); ``rate``, a monthly
     volume or ``session_rate`` sizes replicas and bills; ``api`` adds an API's bill; ``offload`` (["none",
     "cpu:256GiB"]) adds KV tier variants, priced at ``host_memory_usd_per_gib_month`` / ``nvme_usd_per_gib_month``
@@ -80,6 +82,7 @@ def _search(values: dict[str, Any]) -> SearchDocument:
     from kvledger.analyses.search.search_run import check_gpus, run_candidates
     from kvledger.analyses.serving import sim_cache
     from kvledger.cli.outputs import paths_in
+    from kvledger.cli.search_engine import check_search_engine
     from kvledger.cli.search_flags import search_inputs, with_all2all
     from kvledger.report.search_document import search_document
 
@@ -87,8 +90,9 @@ def _search(values: dict[str, Any]) -> SearchDocument:
         check_ranges("search", {k: v for k, v in values.items() if not isinstance(v, (list, tuple)) and k != "cache"})
         w, sessions, e, p, vol, axes, run, dp = _groups(values)
         load = (values["rate"], _count("monthly_tokens", values["monthly_tokens"]), vol)
+        name = check_search_engine(values["engine"], e, axes, run, dp)  # vLLM-only flags refused with sglang
         spec, ax, load_notes = search_inputs(values["model"], values["slo"], values["target"], w, sessions, e, p, load,
-                                             axes, values["api"], dp.data_parallel_size)
+                                             axes, values["api"], dp.data_parallel_size, name)
         spec = with_all2all(spec, dp.all2all_backend)  # the DP candidates' vLLM all2all backend, checked as the command
         check_gpus(ax.gpus, e.gpu_profile, bool(e.wddm))
         run = _ledger_run(run, values, [values["model"], *paths_in(w, sessions, e, p, axes)])

@@ -55,18 +55,12 @@ def usage_error(err: Any, as_json: bool) -> NoReturn:
 #: a flag → the flag that says the same in the commands that lack it: `plan --engine sglang` is `simulate --policy
 #: sglang` (the simulator's preset names the scheduler to replay), and the other way round
 _OTHER_NAMES = {"--engine": "--policy", "--policy": "--engine"}
-#: commands that take neither, with what they do instead (trial L: `search --engine sglang` listed --engine-version)
-_VLLM_ONLY = {"search": "; kvledger search plans and simulates vLLM only (--engine-version picks the release); each "
-                        "candidate's SGLang launch line is printed beside vLLM's, with SGLang's own memory pool, not "
-                        "simulated (kvledger simulate --policy sglang simulates one)"}
 
 
 def _other_name(err: Any, ctx: Any) -> str:
     """For an unknown option that another command takes under another name, where this command takes that name:
     which flag to write instead, e.g. ``; kvledger simulate picks the engine with --policy (e.g. --policy sglang)``."""
     other = _OTHER_NAMES.get(getattr(err, "option_name", None) or "")
-    if ctx is not None and other is not None and ctx.command.name in _VLLM_ONLY:
-        return _VLLM_ONLY[ctx.command.name]
     if ctx is None or other is None or not any(other in p.opts for p in ctx.command.params):
         return ""
     return f"; {ctx.command_path} picks the engine with {other} (e.g. {other} sglang)"

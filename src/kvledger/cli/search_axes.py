@@ -12,7 +12,8 @@ def _split(text: str | None) -> list[str]:
     return [w.strip() for w in (text or "").split(",") if w.strip()]
 
 
-def _ints(text: str | None, flag: str, *, tokens: bool = False, engine_version: str | None = None) -> tuple[int, ...]:
+def _ints(text: str | None, flag: str, *, tokens: bool = False, engine_version: str | None = None,
+          engine: str = "vllm") -> tuple[int, ...]:
     """Whole numbers ≥ 1, comma-separated; ``tokens``: vLLM token counts as release ``engine_version`` reads the flag
     (``vllm_auto_len.read_engine_tokens``, the reader of ``plan`` and ``simulate``: t and T from 0.13.0)."""
     from kvledger.accounting.vllm_auto_len import read_engine_tokens
@@ -23,7 +24,7 @@ def _ints(text: str | None, flag: str, *, tokens: bool = False, engine_version: 
     name = flag.removeprefix("--").replace("-", "_")
     for w in _split(text):
         if tokens:
-            out.append(read_engine_tokens(w, flag, "vllm", engine_version))
+            out.append(read_engine_tokens(w, flag, engine, engine_version))
         elif w.isdigit():
             out.append(int(w))
         else:
@@ -74,7 +75,7 @@ _EXAMPLE = {"--gpus": "H100,L40S", "--gpu": "H100", "--tp": "1,2", "--kv-cache-d
 
 def axes_of(gpus: str | None, tp: str | None, kv: str | None, seqs: str | None, mnbt: str | None, pc: str | None,
             splits: tuple[tuple[int, int], ...], expert_parallel: bool | None = None, dp: str | None = None,
-            engine_version: str | None = None) -> Any:
+            engine_version: str | None = None, engine: str = "vllm") -> Any:
     """The ``Axes`` of the list flags; ``expert_parallel`` (--[no-]enable-expert-parallel) fixes that axis, None: both
     off and on for a MoE model at TP > 1; ``dp``: --data-parallel-size's sizes (None: none); ``engine_version``: the
     vLLM release that reads --max-num-batched-tokens."""
@@ -85,7 +86,7 @@ def axes_of(gpus: str | None, tp: str | None, kv: str | None, seqs: str | None, 
                 kv_cache_dtypes=tuple(_split(kv)) or ("auto",),
                 max_num_seqs=_ints(seqs, "--max-num-seqs") or (None,),
                 max_num_batched_tokens=_ints(mnbt, "--max-num-batched-tokens", tokens=True,
-                                             engine_version=engine_version) or (None,),
+                                             engine_version=engine_version, engine=engine) or (None,),
                 prefix_caching=_onoff(pc), expert_parallel=() if expert_parallel is None else (expert_parallel,))
 
 

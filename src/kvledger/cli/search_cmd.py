@@ -22,6 +22,7 @@ from kvledger.cli.broken_pipe import will_end_with
 from kvledger.cli.dp_flags import SearchDataParallelFlags
 from kvledger.cli.flag_groups import EngineFlags, GroupUse, WorkloadFlags, with_groups
 from kvledger.cli.pricing_flags import PricingFlags
+from kvledger.cli.search_engine import check_search_engine
 from kvledger.cli.search_flags import SearchAxesFlags, SearchRunFlags, SearchVolumeFlags, search_inputs, with_all2all
 from kvledger.cli.search_run import check_gpus, run_candidates
 from kvledger.cli.search_show import rank_of, show_command_of, show_ranked
@@ -44,7 +45,7 @@ ENGINE = GroupUse(EngineFlags, only=("max_model_len", "gpu_memory_utilization", 
                                      "allreduce_link_share", "wddm", "client_latency", "enable_expert_parallel",
                                      "mamba_ssm_cache_dtype", "inter_node_link", "prefix_cache_retention_interval"),
                   defaults={"step_cost": "roofline"},
-                  help={  # search plans and simulates vLLM only: the shared help's --policy sglang is not its flag
+                  help={  # search --engine (SearchRunFlags) picks vLLM or SGLang; it takes no --policy
                       "enable_expert_parallel": "vLLM --enable-expert-parallel (data parallel 1) for a MoE model's "
                                                 "candidates at TP > 1: by default each is tried off and on (an axis; "
                                                 "the on one is tpN+ep, its vllm line carrying the flag); "
@@ -53,8 +54,8 @@ ENGINE = GroupUse(EngineFlags, only=("max_model_len", "gpu_memory_utilization", 
                                                 "(vLLM refuses the flag).",
                       "engine_version": "vLLM version whose defaults and memory rules plan and simulate every "
                                         "candidate (default: the newest read, named under the launch commands); "
-                                        "search simulates vLLM only, each SGLang launch line is an unsimulated "
-                                        "equivalent.",
+                                        "with --engine sglang the SGLang release's. Under vLLM each SGLang launch "
+                                        "line is an unsimulated equivalent.",
                       "gpu_memory_utilization": "vLLM fraction of device memory, every candidate (default: the "
                                                 "vLLM version's).",
                       "quantization": "vLLM --quantization fp8 for every candidate: an unquantized checkpoint's "
@@ -110,13 +111,12 @@ def search_command(
     """Configuration search: every GPU × TP × engine setting planned, each feasible one's SLO capacity simulated,
     priced and sized; ranked, with the Pareto frontier and the launch command of the winner.
 
-    Candidates are the product of the axes (--gpus, --tp, --kv-cache-dtype, --max-num-seqs,
-    --max-num-batched-tokens, --prefix-caching); --disagg adds prefill/decode-disaggregated units
-    (prefill TP × decode TP × --disagg-splits, KV over the GPU's NVLink or PCIe). Each is planned with vLLM's
-    memory rules; one that
-    does not fit, whose max_model_len does not fit, or has no price row is listed with the reason and
-    numbers. Each feasible one gets its SLO capacity per replica (the rate search of `kvledger goodput
-    --simulate --target`, the same seeded workload for all), $ per 1M input/output tokens, and with
+    Candidates are the product of the axes (--gpus, --tp, --kv-cache-dtype, --max-num-seqs, --max-num-batched-tokens,
+    --prefix-caching); --disagg adds prefill/decode-disaggregated units (prefill TP × decode TP × --disagg-splits, KV
+    over the GPU's NVLink or PCIe). Each is planned with vLLM's memory rules (--engine sglang: SGLang's, simulated
+    with SGLang's scheduler and radix cache); one that does not fit, whose max_model_len does not fit, or has no price
+    row is listed with the reason and numbers. Each feasible one gets its SLO capacity per replica (the rate search
+    of `kvledger goodput --simulate --target`, the same seeded workload for all), $ per 1M input/output tokens, and with
     --rate, --monthly-tokens or --monthly-input-tokens with --monthly-output-tokens the replicas (for the peak under
     --peak-to-mean, priced at the mean, as `kvledger cost`), GPUs and monthly bill; --api adds the API bill. A
     candidate whose analytic bounds (roofline work, TTFT/TPOT lower bounds) prove it cannot win, be the runner-up or
@@ -128,8 +128,9 @@ def search_command(
     start, every one rejected for memory (its max_model_len or its weights do not fit), as `plan` exits 3 when the
     model does not fit.
     """
+    name = check_search_engine(run.engine_name, engine, axes, run, dp)  # vllm (None) or sglang, vLLM-only flags refused
     spec, ax, load_notes = search_inputs(model, slo, target, workload, sessions, engine, pricing,
-                                         (rate, monthly_tokens, volume), axes, run.api, dp.data_parallel_size)
+                                         (rate, monthly_tokens, volume), axes, run.api, dp.data_parallel_size, name)
     spec = with_all2all(spec, dp.all2all_backend)  # the DP candidates' vLLM all2all backend, checked
     check_gpus(ax.gpus, engine)
     rank = rank_of(run.show_command)

@@ -63,6 +63,11 @@ class SearchRunFlags:
     """The API row to compare with, where the capacity searches run, the ledger, the outputs and the tier axis."""
 
     api: str | None = flag("--api", help="API price row to compare with, e.g. OpenAI:gpt-4.1")
+    engine_name: str | None = flag("--engine", help=(
+        "vllm (default) or sglang: the engine every candidate is planned (its memory rules), simulated (its scheduler "
+        "and cache) and launched as; --engine-version then names its release. With sglang the axes are SGLang's "
+        "knobs (--tp-size, --kv-cache-dtype, --max-running-requests, --chunked-prefill-size, --prefix-caching as "
+        "its radix cache) and vLLM-only flags are refused"))
     workers: int | None = flag("--workers", help=(
         "parallel capacity searches: a local Ray with N CPUs when Ray is installed, else a process pool [default: "
         "one process per usable core, in a process pool, when 8 or more candidates are simulated; else in process]"))
@@ -104,17 +109,17 @@ class SearchRunFlags:
 
 
 def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e: Any, p: Any, load: tuple,
-                  ax: SearchAxesFlags, api: str | None, dp: str | None = None) -> tuple[Any, Any, list[str]]:
-    """(SearchSpec, Axes, the notes on how a session rate became req/s) of the flags: ``w``, ``sessions``, ``e`` and
-    ``p`` are the workload, session, engine and pricing groups, ``load`` (--rate, --monthly-tokens, the
-    ``SearchVolumeFlags``), ``dp`` --data-parallel-size's sizes."""
+                  ax: SearchAxesFlags, api: str | None, dp: str | None = None,
+                  engine: str | None = None) -> tuple[Any, Any, list[str]]:
+    """(SearchSpec, Axes, the notes on how a session rate became req/s) of the flags: ``w``, ``sessions``, ``e``, ``p``
+    the workload, session, engine and pricing groups, ``load`` (--rate, --monthly-tokens, the ``SearchVolumeFlags``),
+    ``dp`` --data-parallel-size's sizes, ``engine`` search --engine's (None: vLLM)."""
     from kvledger.accounting.vllm_auto_len import search_max_model_len
     from kvledger.accounting.vllm_ssm_dtype import check_ssm_dtype
     from kvledger.analyses.search import SearchSpec
     from kvledger.analyses.serving.retention_flag import check_release
     from kvledger.errors import InputError
     from kvledger.ledgers.slo import parse_slo
-
     parse_slo(slo)  # a bad SLO is refused here, before any candidate is planned (as goodput and cost refuse it)
     rate, monthly_tokens, vol = load
     split = next((v for v in (vol.monthly_input_tokens, vol.monthly_output_tokens) if v is not None), None)
@@ -127,12 +132,12 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
                          "a load they do not carry (as cost refuses it with a volume). Drop --utilization to price at "
                          "the realized utilization (--max-utilization caps it), or drop the load to price one replica "
                          "at the utilization given.")
-    mml = search_max_model_len(e.max_model_len, e.engine_version)
+    mml = search_max_model_len(e.max_model_len, e.engine_version, engine or "vllm")
     if e.quantization:  # refused as plan refuses it (fp8 only), before any candidate is planned
         from kvledger.accounting.settings import make_settings
 
         make_settings(quantization=e.quantization.lower())
-    mml, cap_source = session_cap(model, mml, e.engine_version) if sessions.session_workload else (mml, "")
+    mml, cap_source = session_cap(model, mml, e.engine_version, engine) if sessions.session_workload else (mml, "")
     wl, rate, load_notes = workload_of(w, sessions.session_workload, sessions.sessions, sessions.session_rate,
                                        rate, split if monthly_tokens is None else monthly_tokens, model, mml,
                                        w.seed, ax.disagg, cap_source)
@@ -152,7 +157,7 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
                       client_latency=e.client_latency, inter_node_link=e.inter_node_link,
                       prefix_cache_retention_interval=e.prefix_cache_retention_interval,
                       mamba_ssm_cache_dtype=None if e.mamba_ssm_cache_dtype is None else check_ssm_dtype(
-                          e.mamba_ssm_cache_dtype))
+                          e.mamba_ssm_cache_dtype), engine=engine)
     inter_node_link(e.inter_node_link)  # an unreadable one refused before any candidate is planned
     check_release(e.prefix_cache_retention_interval, e.engine_version)  # vLLM < 0.29: before any candidate
     from kvledger.analyses.search.evaluate import check_volume
@@ -162,7 +167,7 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
         raise InputError(bad[0] if len(bad) == 1 else f"{len(bad)} problems with the load:\n"
                          + "\n".join(f"  - {b}" for b in bad))
     check_volume(spec)  # a volume cost would refuse, refused before any candidate is planned
-    return spec, _axes(ax, e.enable_expert_parallel, dp, e.engine_version), load_notes
+    return spec, _axes(ax, e.enable_expert_parallel, dp, e.engine_version, engine or "vllm"), load_notes
 
 
 def with_all2all(spec: Any, all2all: str | None) -> Any:
@@ -178,7 +183,8 @@ def with_all2all(spec: Any, all2all: str | None) -> Any:
     return dataclasses.replace(spec, all2all_backend=all2all)
 
 
-def session_cap(model: str, given_tokens: int | None, engine_version: str | None = None) -> tuple[int, str]:
+def session_cap(model: str, given_tokens: int | None, engine_version: str | None = None,
+                engine: str | None = None) -> tuple[int, str]:
     """(max_model_len of every candidate on a session workload, where it came from): the rule ``offload`` and
     ``simulate`` apply (``judgments/offload.py : session_context_cap``), so the same flags draw the same sessions; the
     model's context by the rule of the vLLM version the search simulates (its candidates are vLLM's)."""
@@ -186,21 +192,21 @@ def session_cap(model: str, given_tokens: int | None, engine_version: str | None
     from kvledger.analyses.judgments.offload import session_context_cap
     from kvledger.catalog.models import load_model
 
-    ctx = None if given_tokens else default_max_model_len(load_model(model), "vllm", engine_version)
+    ctx = None if given_tokens else default_max_model_len(load_model(model), engine or "vllm", engine_version)
     return session_context_cap(given_tokens, ctx)
 
 
 def _axes(ax: SearchAxesFlags, expert_parallel: bool | None, dp: str | None = None,
-          engine_version: str | None = None) -> Any:
+          engine_version: str | None = None, engine: str = "vllm") -> Any:
     """The ``Axes`` of the axis flags, each list given with at least one value (``search_axes.refuse_empty``), the
     KV dtypes in vLLM's names for ``engine_version`` (search plans and simulates vLLM only)."""
     from kvledger.cli.kv_dtype_flag import check_kv_dtype_for_engine
 
-    check_kv_dtype_for_engine([v.strip() for v in (ax.kv_cache_dtype or "").split(",")], "vllm", engine_version)
+    check_kv_dtype_for_engine([v.strip() for v in (ax.kv_cache_dtype or "").split(",")], engine, engine_version)
     refuse_empty({"--gpus": ax.gpus, "--gpu": ",".join(ax.gpu) if ax.gpu else None, "--tp": ax.tp,
                   "--kv-cache-dtype": ax.kv_cache_dtype, "--max-num-seqs": ax.max_num_seqs,
                   "--max-num-batched-tokens": ax.max_num_batched_tokens, "--prefix-caching": ax.prefix_caching,
                   "--disagg-splits": ax.disagg_splits if ax.disagg else None, "--data-parallel-size": dp})
     return axes_of(",".join([ax.gpus or "", *(ax.gpu or [])]), ax.tp, ax.kv_cache_dtype, ax.max_num_seqs,
                    ax.max_num_batched_tokens, ax.prefix_caching, splits_of(ax.disagg_splits) if ax.disagg else (),
-                   expert_parallel, dp, engine_version)
+                   expert_parallel if engine == "vllm" else False, dp, engine_version, engine)

@@ -27,8 +27,10 @@ SGLANG_NAMES = {
 _ENGINES = {"vllm": "vLLM", "trtllm": "TensorRT-LLM", "tensorrt-llm": "TensorRT-LLM", "trt-llm": "TensorRT-LLM"}
 
 
-SEARCH_WORDS = "the same axis: search simulates vLLM only and writes each candidate's SGLang launch line too"
-"""``search``'s words for its SGLang spellings: it takes no --engine (its vLLM and SGLang lines name the same axes)."""
+SEARCH_WORDS = ("the same axis: search writes each candidate's SGLang launch line with either engine, and with "
+                "--engine sglang plans and simulates SGLang")
+"""``search``'s words for its SGLang spellings: either engine takes them (its vLLM and SGLang lines name the same
+axes)."""
 
 
 def sglang_flag(name: str, words: str = "with --engine sglang") -> Any:

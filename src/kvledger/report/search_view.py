@@ -231,8 +231,8 @@ def print_launch(con: Any, cid: str, cmd: dict[str, str], title: str) -> None:
     from rich.markup import escape
 
     con.print(escape(f"{title}: {cid}"))
-    for label, key in (("vLLM:  ", "vllm"), ("SGLang:", "sglang"), ("check: ", "check")):
-        con.print(escape(f"  {label} {cmd[key]}"), soft_wrap=True)  # one line each, ready to copy
+    for label, key in [t for t in (("vLLM:  ", "vllm"), ("SGLang:", "sglang"), ("check: ", "check")) if t[1] in cmd]:
+        con.print(escape(f"  {label} {cmd[key]}"), soft_wrap=True)  # one line each (no vLLM's: --engine sglang)
     if cmd.get("max_model_len_note"):  # lowered from the model's default (analyses/search/launch_len)
         con.print(escape(f"  ({cmd['max_model_len_note']})"))
     con.print(escape(f"  ({cmd['note']})"))
@@ -261,7 +261,7 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
         con.print(f"[bold]{escape(winner_line(result))}[/]")
         if (tie := tie_line(result)) is not None:
             con.print(escape(tie))
-        con.print(escape(f"  {w['launch']['vllm']}"), soft_wrap=True)
+        con.print(escape(f"  {w['launch'].get('vllm') or w['launch']['sglang']}"), soft_wrap=True)
         if w["launch"].get("max_model_len_note"):  # lowered where the default may not start (search/launch_len)
             p = w["plan"]
             what = (f"--max-model-len {p['launch_max_model_len']:,}, lowered from the model's default "

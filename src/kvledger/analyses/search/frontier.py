@@ -126,7 +126,9 @@ def caveats(entry: dict[str, Any]) -> list[str]:
         out.append(
             f"{pr['confidence']}-confidence price row ({pr.get('provider', '')} {pr.get('instance_type', '')})".strip()
         )
-    if entry.get("gpu_id") != MEMORY_RULES_GPU:
+    if (entry.get("plan") or {}).get("engine") == "sglang":  # vllm_memory_observations.csv holds vLLM starts only
+        out.append(f"SGLang memory rules not validated on {entry.get('gpu_id')} (measured only for vLLM 0.19, on H100)")
+    elif entry.get("gpu_id") != MEMORY_RULES_GPU:
         out.append(f"memory rules not validated on {entry.get('gpu_id')} (measured on H100, vLLM 0.19)")
     if (low := low_end_caveat(entry.get("plan") or {})) is not None:  # the range's low end is under one request
         out.append(low)

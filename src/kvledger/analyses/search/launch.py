@@ -25,17 +25,12 @@ from kvledger.analyses.search.launch_len import launch_len_note
 from kvledger.analyses.search.launch_nodes import on_nodes
 from kvledger.analyses.search.reasons import PRICE_REASONS
 from kvledger.analyses.search.serve_model import serve_model, serve_model_id, serve_target
+from kvledger.analyses.search.sglang_launch import SGLANG_KV_DTYPES, sglang_launch_commands
 from kvledger.analyses.serving.retention_flag import launch_words
 from kvledger.catalog.config_overrides import overrides_json
 
 __all__ = ["launch_commands", "CandidateCommands", "candidate_commands", "serve_model_id", "serve_model", "launch_for",
            "SGLANG_KV_DTYPES"]
-
-SGLANG_KV_DTYPES = {"auto": "auto", "bf16": "auto", "fp16": "auto", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3",
-                    "fp8_e5m2": "fp8_e5m2", "fp8_inc": "fp8_e4m3"}
-"""vLLM ``--kv-cache-dtype`` → SGLang ``--kv-cache-dtype`` (SGLang's ``auto`` is the model dtype; its FP8 is e4m3 or
-e5m2: vLLM's fp8_inc, in no SGLang release's choices (``accounting.kv_dtype_choices``), becomes e4m3, 1 B as well)."""
-
 
 def _join(words: list[str]) -> str:
     return " ".join(shlex.quote(w) for w in words)
@@ -155,6 +150,14 @@ def _pool_scope(tp: int, dp: int) -> str:
 def launch_for(model: str, gpu_id: str, entry: dict[str, Any], engine_version: str | None = None) -> dict[str, str]:
     """``launch_commands`` for the model as the user gave it (bundled name, Hub id or config path; ``serve_model``)."""
     target = serve_target(model)
+    if entry["plan"].get("engine") == "sglang":  # search --engine sglang: SGLang's line only (sglang_launch.py)
+        out = sglang_launch_commands(target.model, gpu_id, entry, engine_version, plan_model=model,
+                                     model_note=target.note, overrides_arg=overrides_json(target.overrides)
+                                     if target.overrides else None)
+        if long := _sglang_long_context(model, entry):
+            out["sglang"] = out["sglang"].replace("python -m sglang", f"{ALLOW_LONG_ENV['sglang']} python -m sglang")
+            out["note"] += f"; {long}"
+        return out
     out = launch_commands(target.model, gpu_id, entry, engine_version, plan_model=model if target.note else None,
                           model_note=target.note, overrides=target.overrides)
     wide = entry["tp"] * (entry.get("data_parallel_size") or 1)  # SGLang's line: DP attention in one TP group

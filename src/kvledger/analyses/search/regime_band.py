@@ -31,7 +31,7 @@ def search_regime(spec: Any, gpu_name: str) -> str:
 
     scope = "model" if spec.step_cost != "roofline" else "gpu" if search_profile(spec, gpu_name) is not None else \
         "uncalibrated"
-    return regime_of(scope, load_model(spec.model).is_moe, "vllm")
+    return regime_of(scope, load_model(spec.model).is_moe, getattr(spec, "engine", None) or "vllm")  # --engine
 
 
 def search_band(spec: Any, candidate: dict[str, Any], metric: str = "throughput") -> Band | None:

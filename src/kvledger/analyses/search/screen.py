@@ -61,7 +61,8 @@ def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
                           inter_node_link=spec.inter_node_link,
                           prefix_cache_retention_interval=spec.prefix_cache_retention_interval,
                           data_parallel_size=cand.data_parallel_size,  # DP ranks in lock-step: serving/sim_dp.py
-                          all2all_backend=spec.all2all_backend if cand.data_parallel_size else None)
+                          all2all_backend=spec.all2all_backend if cand.data_parallel_size else None,
+                          policy=spec.engine)  # "sglang": SGLang's plan and scheduler, as cost --simulate runs it
 
 
 def price_rows(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | Mapping[str, float] | None = None,
@@ -106,7 +107,7 @@ def plan_figures(plan: Any) -> dict[str, Any]:
     m = plan.memory
     low = (m.ranges or {}).get("max_concurrency", (None,))[0]  # the plan's range: one max_model_len request may not fit
     return {**({"max_concurrency_low": low} if low is not None and low < 1 else {}),
-            "engine": m.engine, "engine_version": m.engine_version, "gpu_memory_utilization": m.fraction,
+            "engine": m.engine, "engine_version": m.engine_version, m.fraction_name: m.fraction,
             "kv_bytes_per_token_per_gpu": plan.kv.bytes_per_token,
             "weight_bytes_model": round(plan.model.weight_bytes()),  # B, a whole number (the sum is a float)
             "weight_bytes_per_gpu": next((round(d.bytes) for d in m.deductions if d.name == "weights"), None),
@@ -115,7 +116,8 @@ def plan_figures(plan: Any) -> dict[str, Any]:
             "block_size": m.block_size, "max_model_len": m.max_model_len,
                 "max_num_batched_tokens": m.max_num_batched_tokens,
             "max_num_seqs": m.max_num_seqs, "kv_cache_dtype": plan.settings.kv_cache_dtype,
-            "source": "kvledger.accounting.plan.build_plan (vLLM memory rules)",
+            "source": f"kvledger.accounting.plan.build_plan ({'SGLang' if m.engine == 'sglang' else 'vLLM'} memory "
+                      "rules)",  # mem_fraction_static for SGLang (its max_num_seqs: max_running_requests)
             **({"wddm": True} if plan.settings.wddm else {}),  # --wddm: the check line plans it so
             **({"quantization": q} if (q := plan.settings.quantization) else {}),  # -q fp8: every launch line
             **({"allow_deprecated_quantization": True} if _deprecated(plan) else {}),  # fbgemm_fp8 from vLLM 0.14

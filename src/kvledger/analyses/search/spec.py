@@ -30,9 +30,7 @@ DEFAULT_TPS = (1, 2, 4, 8)
 
 @dataclass(frozen=True)
 class SearchSpec:
-    """Inputs shared by every candidate: model, workload, SLO, step cost and the pricing and sizing inputs.
-
-    Attributes:
+    """Inputs shared by every candidate: model, workload, SLO, step cost and the pricing and sizing inputs. Attributes:
         model: HF id, alias or config path. slo: the SLO as text (``ttft=200ms,tpot=50ms``). target: attainment target.
         trace, num_requests, seed, synthetic, shared_prefix_tokens, document_pool: the workload of every probe (the
             same seeded requests, system prompt and documents for all); ``synthetic`` is a ``SyntheticSpec``, or a
@@ -67,7 +65,8 @@ class SearchSpec:
     #: another search); a price list is an object {catalog id: USD/GPU-h}, one price stays a number (kvledger.jsonable)
     __json_optional__ = ("gpu_usd_per_hour", "gpu_profile", "client_latency", "allreduce_link_share", "quantization",
                          "monthly_input_tokens", "monthly_output_tokens", "shared_prefix_tokens", "all2all_backend",
-                         "mamba_ssm_cache_dtype", "inter_node_link", "prefix_cache_retention_interval", "document_pool")
+                         "mamba_ssm_cache_dtype", "inter_node_link", "prefix_cache_retention_interval", "document_pool",
+                         "engine")
 
     model: str
     slo: str
@@ -106,6 +105,7 @@ class SearchSpec:
     inter_node_link: str | None = None
     prefix_cache_retention_interval: int | None = None
     all2all_backend: str | None = None
+    engine: str | None = None  # "sglang": SGLang's plan, simulator and launch lines (engine_version its release)
 
     def __post_init__(self) -> None:
         # a price list (a mapping, or its text): checked and keyed by catalog id here; one number: by ``check``

@@ -1,0 +1,60 @@
+"""``kvledger search --engine sglang``: the engine every candidate is planned, simulated and launched as, and the
+refusal of the flags only vLLM has (each names what SGLang's search does instead), before any candidate is planned."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.errors import InputError
+
+__all__ = ["ENGINES", "check_search_engine", "search_engine"]
+
+ENGINES = ("vllm", "sglang")
+
+
+def search_engine(text: str | None) -> str | None:
+    """The spec's engine of ``--engine``: None for vLLM (the default; its ledgers unchanged), "sglang".
+
+    Raises:
+        InputError: another engine.
+    """
+    name = (text or "vllm").strip().lower()
+    if name not in ENGINES:
+        raise InputError(f"--engine {text!r}: search plans and simulates vllm (default) or sglang")
+    return None if name == "vllm" else name
+
+
+def _vllm_only(e: Any, ax: Any, run: Any, dp: Any) -> list[tuple[bool, str, str]]:
+    """(given, the flag, what SGLang's search does instead) for each vLLM-only flag search takes."""
+    return [
+        (e.gpu_memory_utilization is not None, "--gpu-memory-utilization",
+         "SGLang's pool is sized by mem_fraction_static, computed as SGLang computes its default"),
+        (e.quantization is not None, "--quantization", "SGLang's online quantization is not modelled"),
+        (e.enable_expert_parallel is not None, "--enable-expert-parallel/--no-enable-expert-parallel",
+         "SGLang's expert parallelism is --ep-size, not a search axis (`kvledger cost --simulate --engine sglang "
+         "--ep-size N` runs it)"),
+        (e.mamba_ssm_cache_dtype is not None, "--mamba-ssm-cache-dtype", "SGLang's SSM state dtype is its own"),
+        (e.prefix_cache_retention_interval is not None, "--prefix-cache-retention-interval",
+         "SGLang's radix cache keeps every prefix"),
+        (dp.data_parallel_size is not None, "--data-parallel-size", "vLLM's DP ranks are not SGLang's layout"),
+        (dp.all2all_backend is not None, "--all2all-backend", "SGLang's MoE all-to-all is --moe-a2a-backend"),
+        (bool(ax.disagg), "--disagg", "the disaggregated units are simulated with vLLM's NIXL connector"),
+        (run.offload not in (None, "none"), "--offload", "the KV tiers are vLLM's --kv-offloading-size"),
+    ]
+
+
+def check_search_engine(text: str | None, e: Any, ax: Any, run: Any, dp: Any) -> str | None:
+    """The engine of ``--engine`` (``search_engine``); with sglang, every vLLM-only flag given refused (all of them
+    named together).
+
+    Raises:
+        InputError: an unknown engine; the flags and, for each, why SGLang's search does not take it.
+    """
+    engine = search_engine(text)
+    if engine != "sglang":
+        return engine
+    bad = [f"{flag} is vLLM's ({why})" for given, flag, why in _vllm_only(e, ax, run, dp) if given]
+    if bad:
+        raise InputError("search --engine sglang plans and simulates SGLang, so it refuses vLLM's flags: "
+                         + "; ".join(bad) + "; drop them, or search vLLM (--engine vllm, the default)")
+    return engine
