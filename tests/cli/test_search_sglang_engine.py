@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from cli_run import cli_json, refused
+from cli_run import cli_json, refused, run_cli
 
 # Llama-3.2-3B on one L4, TP 1, 8K context, 60 requests of the default trace: two candidates (KV auto and fp8_e4m3)
 BASE = ("search", "meta-llama/Llama-3.2-3B", "--slo", "ttft=2s,tpot=100ms", "--gpus", "L4", "--tp", "1",
@@ -91,3 +91,52 @@ def test_default_engine_ledger_has_no_engine_key():
     d = cli_json(*BASE[:-6], "--max-num-seqs", "32", "--engine", "vllm")
     assert "engine" not in d["spec"] and "gpu_memory_utilization" in _entry(d, d["winner"]["id"])["plan"]
     assert d["winner"]["launch"]["vllm"].startswith("vllm serve meta-llama/Llama-3.2-3B --tensor-parallel-size 1")
+
+
+def test_dp_attention_applies_sglangs_layout_to_each_candidate_at_tp_2():
+    # DeepSeek-V2-Lite (MLA, 64 routed experts) on 2 L40S, as `kvledger report ... --engine sglang --tp 2 --ep-size 2
+    # --enable-dp-attention --dp-size 2` plans it (tests/cli/test_report_sglang_dp.py): each rank's pool
+    # available_kv_bytes // 31,104 B per token (27 layers × (512 + 64) × 2 B) = 706,697 tokens, 2 ranks
+    d = cli_json("search", "deepseek-ai/DeepSeek-V2-Lite", "--slo", "ttft=5s,tpot=200ms", "--gpus", "L40S", "--tp",
+                 "2", "--engine", "sglang", "--enable-dp-attention", "--prompt-lengths", "fixed:1024",
+                 "--output-lengths", "fixed:128", "--num-requests", "50", "--rate", "1")
+    assert d["spec"]["enable_dp_attention"] is True
+    e = _entry(d, "nvidia_l40s:tp2:kv-auto")
+    p = e["plan"]
+    assert (p["enable_dp_attention"], p["dp_size"], p["ep_size"], p["num_gpu_blocks"]) == (True, 2, 2, 706697)
+    assert e["num_gpus_per_unit"] == 2  # DP attention runs inside the TP group: no more GPUs
+    launch = e["launch"]
+    assert launch["sglang"].endswith("--page-size 1 --enable-dp-attention --dp-size 2 --ep-size 2")
+    assert launch["check"].endswith("--enable-dp-attention --dp-size 2 --ep-size 2")
+    assert "706,697 KV tokens per DP rank (2 ranks, attention TP 1, experts at EP 2)" in launch["note"]
+    assert cli_json(*launch["check"].split()[1:])["memory"]["num_gpu_blocks"] == 706697
+
+
+def test_dp_attention_refusals():
+    assert refused("search", "deepseek-ai/DeepSeek-V2-Lite", "--slo", "ttft=5s", "--gpus", "L40S",
+                   "--enable-dp-attention").startswith(
+        "--enable-dp-attention is SGLang's DP attention, and this search plans and simulates vLLM: add --engine "
+        "sglang")
+    assert refused(*BASE, "--enable-dp-attention").startswith(
+        "--enable-dp-attention: meta-llama/Llama-3.2-3B is dense (no MoE layers)")
+    assert refused("search", "deepseek-ai/DeepSeek-V2-Lite", "--slo", "ttft=5s", "--gpus", "L40S", "--tp", "1",
+                   "--engine", "sglang", "--enable-dp-attention").startswith(
+        "--enable-dp-attention needs a candidate at TP ≥ 2")
+
+
+def test_ledger_is_the_same_with_one_worker_and_the_pool(tmp_path, monkeypatch):
+    # the SGLang candidates run in process and in a 2-process pool write the same ledger, byte for byte (no store)
+    monkeypatch.setenv("KVLEDGER_NO_CACHE", "1")
+    args = (*BASE, "--gpus", "L4,L40S", "--kv-cache-dtype", "auto,fp8_e4m3")
+    serial, pool = tmp_path / "serial.jsonl", tmp_path / "pool.jsonl"
+    a = cli_json(*args, "--backend", "serial", "--ledger", str(serial))
+    b = cli_json(*args, "--backend", "pool", "--workers", "2", "--ledger", str(pool))
+    assert serial.read_bytes() == pool.read_bytes() and a == b and len(a["ranking"]) == 4
+
+
+def test_table_says_sglang_and_prints_no_vllm_line():
+    out = run_cli(*BASE).stdout
+    assert out.startswith("kvledger search: meta-llama/Llama-3.2-3B (SGLang: its memory plan, scheduler and launch "
+                          "lines), SLO ttft=2s,tpot=100ms")
+    assert "  SGLang: python -m sglang.launch_server --model-path meta-llama/Llama-3.2-3B --tp-size 1" in out
+    assert "vLLM: " not in out and "vllm serve" not in out

@@ -93,7 +93,7 @@ def _search(values: dict[str, Any]) -> SearchDocument:
         name = check_search_engine(values["engine"], e, axes, run, dp)  # vLLM-only flags refused with sglang
         spec, ax, load_notes = search_inputs(values["model"], values["slo"], values["target"], w, sessions, e, p, load,
                                              axes, values["api"], dp.data_parallel_size, name)
-        spec = with_all2all(spec, dp.all2all_backend)  # the DP candidates' vLLM all2all backend, checked as the command
+        spec = with_all2all(spec, dp.all2all_backend, (values["model"], ax) if dp.enable_dp_attention else None)
         check_gpus(ax.gpus, e.gpu_profile, bool(e.wddm))
         run = _ledger_run(run, values, [values["model"], *paths_in(w, sessions, e, p, axes)])
         result, variants = run_candidates(spec, ax, run)

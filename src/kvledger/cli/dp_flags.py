@@ -16,12 +16,10 @@ __all__ = ["SimDataParallelFlags", "SIM_DP", "SearchDataParallelFlags", "DP_REFU
            "with_dp", "refuse_dp_on_files"]
 
 DP_REFUSAL = (
-    "{flags}: `kvledger search` plans and simulates vLLM's engine only, so it cannot take SGLang's DP attention; "
-    "`kvledger plan --engine sglang ... {flags}` plans its memory (each DP rank's KV pool, requests per rank and in "
-    "all), and `kvledger simulate`, `goodput --simulate`, `cost --simulate` and `report` simulate its DP ranks in "
-    "lock-step (--engine sglang --tp N --ep-size N --enable-dp-attention --dp-size N, a MoE model SGLang runs DP "
-    "attention for); the search's own DP axis is vLLM's --data-parallel-size with --enable-expert-parallel, whose "
-    "SGLang launch line carries SGLang's nearest layout (--dp-size N --enable-dp-attention); drop {flags} here")
+    "{flags} is SGLang's DP attention, and this search plans and simulates vLLM: add --engine sglang to search "
+    "SGLang with it (every candidate at TP N ≥ 2 as --dp-size N --ep-size N, a MoE model SGLang runs DP attention "
+    "for); vLLM's own DP axis is --data-parallel-size with --enable-expert-parallel, whose SGLang launch line carries "
+    "SGLang's nearest layout (--dp-size N --enable-dp-attention); or drop {flags}")
 """The refusal, formatted with the flags given."""
 _SG_WORKS = ("simulate takes SGLang's DP attention as --engine sglang --tp N --ep-size N --enable-dp-attention "
              "--dp-size N [--moe-a2a-backend none|deepep]")
@@ -74,15 +72,12 @@ class SearchDataParallelFlags:
         "(N × TP GPUs) with --enable-expert-parallel, simulated in lock-step as `kvledger simulate` does (default: "
         "1, none); refused for a dense model, whose DP ranks are the replicas the search already sizes."))
     enable_dp_attention: bool = flag("--enable-dp-attention", default=False, help=(
-        "SGLang's DP attention: simulated by `kvledger simulate`, `goodput --simulate`, `cost --simulate` and "
-        "`report` (`kvledger plan` models its memory); refused here (search simulates vLLM only)."))
+        "With --engine sglang: SGLang's DP attention on every candidate at TP N ≥ 2 (--dp-size N --ep-size N, a MoE "
+        "model SGLang runs it for, one node), simulated in lock-step as `kvledger report` and `cost --simulate` "
+        "simulate it; refused with vLLM (its DP axis is --data-parallel-size)."))
     all2all_backend: str | None = flag("--all2all-backend", help=(
         "vLLM's expert-parallel all-to-all backend for every DP candidate (VLLM_ALL2ALL_BACKEND before 0.11.1): the "
         "rows each GPU's MoE layers run in the profile, as `kvledger plan --all2all-backend` counts them."))
-
-    def __post_init__(self) -> None:
-        if self.enable_dp_attention:
-            raise InputError(DP_REFUSAL.format(flags="--enable-dp-attention"))
 
 
 def with_dp(args, dp: SimDataParallelFlags | None, refused_with: str | None = None):

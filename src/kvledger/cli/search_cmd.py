@@ -131,7 +131,7 @@ def search_command(
     name = check_search_engine(run.engine_name, engine, axes, run, dp)  # vllm (None) or sglang, vLLM-only flags refused
     spec, ax, load_notes = search_inputs(model, slo, target, workload, sessions, engine, pricing,
                                          (rate, monthly_tokens, volume), axes, run.api, dp.data_parallel_size, name)
-    spec = with_all2all(spec, dp.all2all_backend)  # the DP candidates' vLLM all2all backend, checked
+    spec = with_all2all(spec, dp.all2all_backend, (model, ax) if dp.enable_dp_attention else None)  # DP attention
     check_gpus(ax.gpus, engine)
     rank = rank_of(run.show_command)
     if run.show_command is not None and rank is None:

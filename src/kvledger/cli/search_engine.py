@@ -7,7 +7,7 @@ from typing import Any
 
 from kvledger.errors import InputError
 
-__all__ = ["ENGINES", "check_search_engine", "search_engine"]
+__all__ = ["ENGINES", "check_search_engine", "search_engine", "with_dp_attention"]
 
 ENGINES = ("vllm", "sglang")
 
@@ -45,16 +45,43 @@ def _vllm_only(e: Any, ax: Any, run: Any, dp: Any) -> list[tuple[bool, str, str]
 
 def check_search_engine(text: str | None, e: Any, ax: Any, run: Any, dp: Any) -> str | None:
     """The engine of ``--engine`` (``search_engine``); with sglang, every vLLM-only flag given refused (all of them
-    named together).
+    named together); --enable-dp-attention refused with vLLM.
 
     Raises:
         InputError: an unknown engine; the flags and, for each, why SGLang's search does not take it.
     """
     engine = search_engine(text)
     if engine != "sglang":
+        if dp.enable_dp_attention:
+            from kvledger.cli.dp_flags import DP_REFUSAL
+
+            raise InputError(DP_REFUSAL.format(flags="--enable-dp-attention"))
         return engine
     bad = [f"{flag} is vLLM's ({why})" for given, flag, why in _vllm_only(e, ax, run, dp) if given]
     if bad:
         raise InputError("search --engine sglang plans and simulates SGLang, so it refuses vLLM's flags: "
                          + "; ".join(bad) + "; drop them, or search vLLM (--engine vllm, the default)")
     return engine
+
+
+def with_dp_attention(spec: Any, model: str, axes: Any) -> Any:
+    """``spec`` with SGLang's DP attention on every candidate at TP ≥ 2 (``screen.sim_args``), refused up front where
+    it applies to none: a dense model (SGLang's lock-step DP attention is a MoE model's, ``sim_sglang_dp``), or a
+    --tp axis of TP 1 only.
+
+    Raises:
+        InputError: either, with what SGLang runs instead.
+    """
+    import dataclasses
+
+    from kvledger.catalog.models import load_model
+
+    m = load_model(model)
+    if not m.is_moe:
+        raise InputError(f"--enable-dp-attention: {m.name} is dense (no MoE layers); SGLang's DP attention is "
+                         "simulated for a MoE model (each rank's attention whole, the experts at EP = TP): drop it, "
+                         "and the search sizes whole replicas")
+    if axes.tps and max(axes.tps) < 2:
+        raise InputError("--enable-dp-attention needs a candidate at TP ≥ 2 (it runs --dp-size N --ep-size N at "
+                         "--tp-size N): add one to --tp, or drop it")
+    return dataclasses.replace(spec, enable_dp_attention=True)

@@ -170,9 +170,14 @@ def search_inputs(model: str, slo: str, target: float, w: Any, sessions: Any, e:
     return spec, _axes(ax, e.enable_expert_parallel, dp, e.engine_version, engine or "vllm"), load_notes
 
 
-def with_all2all(spec: Any, all2all: str | None) -> Any:
+def with_all2all(spec: Any, all2all: str | None, dp_attention: tuple[str, Any] | None = None) -> Any:
     """``spec`` with the DP candidates' --all2all-backend, refused in vLLM's words (a choice its release does not take)
-    before any candidate is planned; ``spec`` itself when not given."""
+    before any candidate is planned; ``spec`` itself when not given; ``dp_attention`` (the model and the ``Axes``)
+    where --enable-dp-attention is given with --engine sglang (``search_engine.with_dp_attention``)."""
+    if dp_attention is not None:
+        from kvledger.cli.search_engine import with_dp_attention
+
+        spec = with_dp_attention(spec, *dp_attention)
     if all2all is None:
         return spec
     import dataclasses

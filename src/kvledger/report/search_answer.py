@@ -8,8 +8,8 @@ from typing import Any
 
 from kvledger.analyses.search.reasons import ENGINE_REFUSES
 
-__all__ = ["winner_line", "capacity_words", "tie_line", "no_winner_line", "api_line", "api_verdict", "failure_line",
-           "failures_line"]
+__all__ = ["engine_words", "winner_line", "capacity_words", "tie_line", "no_winner_line", "api_line", "api_verdict",
+           "failure_line", "failures_line"]
 
 
 def winner_line(result: Any) -> str:
@@ -268,3 +268,8 @@ def failures_line(failed: list[dict[str, Any]]) -> str:
     """The search's last word on its failed candidates (each said on its own line as it failed, ``failure_line``)."""
     return (f"error: {len(failed)} candidate(s) could not be evaluated (each said above as it failed: "
             f"{', '.join(e['id'] for e in failed)}). Run again with --resume LEDGER to redo only those.")
+
+
+def engine_words(spec: Any) -> str:
+    """The search header's words for ``search --engine sglang`` (empty for vLLM, the default)."""
+    return " (SGLang: its memory plan, scheduler and launch lines)" if getattr(spec, "engine", None) == "sglang" else ""

@@ -10,7 +10,7 @@ from kvledger.analyses.search.reasons import NO_INSTANCE, NO_INSTANCE_DP, NO_PRI
 from kvledger.ledgers.volume_rate import given_clause
 from kvledger.report.probe_cells import target_words
 from kvledger.report.run_warnings import is_warning
-from kvledger.report.search_answer import api_line, api_verdict, no_winner_line, tie_line, winner_line
+from kvledger.report.search_answer import api_line, api_verdict, engine_words, no_winner_line, tie_line, winner_line
 
 __all__ = ["print_search", "print_launch"]
 
@@ -247,7 +247,7 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
     con = Console(highlight=False, emoji=False)
     sp = result.spec
     feas = len(result.ranking)
-    quant = f" (vLLM --quantization {sp.quantization})" if getattr(sp, "quantization", None) else ""
+    quant = f" (vLLM --quantization {q})" if (q := getattr(sp, "quantization", None)) else engine_words(sp)
     con.print(escape(f"kvledger search: {sp.model}{quant}, SLO {sp.slo} for {target_words(sp.target)}; "
                      f"{len(result.entries)} candidate{'' if len(result.entries) == 1 else 's'}, {feas} feasible"
                      + given_clause(volume_given(sp))))  # a volume typed per day or hour

@@ -46,6 +46,7 @@ def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
     from kvledger.catalog.gpu_file import resolve_gpu
 
     profile = spec.gpu_profile and choice_for_gpu(spec.gpu_profile, resolve_gpu(cand.gpu_id).name)
+    dpa = bool(spec.enable_dp_attention) and cand.tp > 1  # SGLang's DP attention: dp = ep = tp (sim_sglang_dp.py)
     return SimRequestArgs(model=spec.model, gpu=cand.gpu_id, trace=spec.trace, num_requests=spec.num_requests,
                           seed=spec.seed, shared_prefix_tokens=spec.shared_prefix_tokens,
                           document_pool=spec.document_pool,
@@ -60,8 +61,9 @@ def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
                           mamba_ssm_cache_dtype=spec.mamba_ssm_cache_dtype or "auto",
                           inter_node_link=spec.inter_node_link,
                           prefix_cache_retention_interval=spec.prefix_cache_retention_interval,
-                          data_parallel_size=cand.data_parallel_size,  # DP ranks in lock-step: serving/sim_dp.py
+                          data_parallel_size=cand.tp if dpa else cand.data_parallel_size,  # ranks in lock-step
                           all2all_backend=spec.all2all_backend if cand.data_parallel_size else None,
+                          ep_size=cand.tp if dpa else None, enable_dp_attention=True if dpa else None,
                           policy=spec.engine)  # "sglang": SGLang's plan and scheduler, as cost --simulate runs it
 
 
@@ -137,6 +139,8 @@ def _deprecated(plan: Any) -> bool:
 def _dp_figures(plan: Any) -> dict[str, Any]:
     """``data_parallel_size`` (above 1) and the ``nnodes`` its DP × TP GPUs span (``dp_axis.dp_nnodes``, past one)."""
     dp = plan.settings.data_parallel_size or 1
+    if plan.settings.enable_dp_attention:  # SGLang's DP attention: dp ranks inside one TP group of tp GPUs
+        return {"enable_dp_attention": True, "dp_size": dp, "ep_size": plan.settings.ep_size or dp}
     if dp == 1:
         return {}
     from kvledger.analyses.search.dp_axis import dp_nnodes
@@ -189,6 +193,10 @@ def _check_plan(spec: SearchSpec, cand: Candidate, tp: int, pool: str) -> tuple[
 
             check_dp_request(args)
         plan, _ = load_plan(args)
+        if args.enable_dp_attention:  # the layouts SGLang's lock-step simulation models (report's check)
+            from kvledger.analyses.serving.sim_sglang_dp import check_sglang_dp
+
+            check_sglang_dp(plan)
     except EngineRefusalError as err:  # a valid setting this engine release does not start on the GPU
         return _reject(cand, ENGINE_REFUSES, pool + str(err)), None
     except KvLedgerError as err:

@@ -5,8 +5,9 @@
 SGLang 0.5.23's flags (``sglang.launch_server --help``, ``srt/server_args.py``): ``--tp-size``, ``--context-length``,
 ``--mem-fraction-static`` (the plan's, computed as SGLang computes its default when not given, so the line sizes the
 pool that was simulated), ``--kv-cache-dtype`` (``auto``, ``fp8_e4m3``, ``fp8_e5m2``), ``--max-running-requests``,
-``--chunked-prefill-size``, ``--page-size`` (the plan's tokens per page) and ``--disable-radix-cache`` where the
-search turned prefix caching off. There is no vLLM line: vLLM's pool and scheduler were not simulated.
+``--chunked-prefill-size``, ``--page-size`` (the plan's tokens per page), ``--enable-dp-attention --dp-size N
+--ep-size N`` under DP attention and ``--disable-radix-cache`` where the search turned prefix caching off. There is no
+vLLM line: vLLM's pool and scheduler were not simulated.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ def _settings(p: dict[str, Any], tp: int, length: int, pc: bool | None) -> list[
              SGLANG_KV_DTYPES.get(p["kv_cache_dtype"], p["kv_cache_dtype"]),
              "--max-running-requests", str(p["max_num_seqs"]), "--chunked-prefill-size",
              str(p["max_num_batched_tokens"]), "--page-size", str(p["block_size"])]
+    if p.get("enable_dp_attention"):  # SGLang's DP attention: --dp-size = --ep-size = --tp-size (sim_sglang_dp.py)
+        words += ["--enable-dp-attention", "--dp-size", str(p["dp_size"]), "--ep-size", str(p["ep_size"])]
     return words + (["--disable-radix-cache"] if pc is False else [])
 
 
@@ -54,7 +57,8 @@ def sglang_launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], en
     version = f"SGLang {p['engine_version']}" + ("" if engine_version else " (the newest rules read; pass "
                                                                             "--engine-version for yours)")
     pool = p["num_gpu_blocks"] * p["block_size"]
-    scope = f"per TP group ({tp} GPUs)" if tp > 1 else "per GPU"
+    scope = (f"per DP rank ({p['dp_size']} ranks, attention TP 1, experts at EP {p['ep_size']})"
+             if p.get("enable_dp_attention") else f"per TP group ({tp} GPUs)" if tp > 1 else "per GPU")
     note = (f"the plan follows {version}: {pool:,} KV tokens {scope} (mem_fraction_static "
             f"{p['mem_fraction_static']:g}, as SGLang computes it unless given), the pool and scheduler simulated; "
             "no vLLM command: search --engine sglang planned and simulated SGLang's engine only"

@@ -66,7 +66,7 @@ class SearchSpec:
     __json_optional__ = ("gpu_usd_per_hour", "gpu_profile", "client_latency", "allreduce_link_share", "quantization",
                          "monthly_input_tokens", "monthly_output_tokens", "shared_prefix_tokens", "all2all_backend",
                          "mamba_ssm_cache_dtype", "inter_node_link", "prefix_cache_retention_interval", "document_pool",
-                         "engine")
+                         "engine", "enable_dp_attention")
 
     model: str
     slo: str
@@ -106,6 +106,7 @@ class SearchSpec:
     prefix_cache_retention_interval: int | None = None
     all2all_backend: str | None = None
     engine: str | None = None  # "sglang": SGLang's plan, simulator and launch lines (engine_version its release)
+    enable_dp_attention: bool | None = None  # SGLang's DP attention on every candidate at TP > 1 (dp = ep = tp)
 
     def __post_init__(self) -> None:
         # a price list (a mapping, or its text): checked and keyed by catalog id here; one number: by ``check``
@@ -163,8 +164,7 @@ class Candidate:
     """One deployment unit to evaluate. ``None`` settings take the engine's default (absent from the id).
 
     Colocated: one engine at TP ``tp``. Disaggregated (``prefill_replicas`` > 0): ``prefill_replicas`` prefill
-    engines at TP ``tp`` and ``decode_replicas`` decode engines at TP ``decode_tp``, KV sent between them.
-    """
+    engines at TP ``tp`` and ``decode_replicas`` decode engines at TP ``decode_tp``, KV sent between them."""
 
     gpu_id: str
     tp: int
