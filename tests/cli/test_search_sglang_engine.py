@@ -140,3 +140,17 @@ def test_table_says_sglang_and_prints_no_vllm_line():
                           "lines), SLO ttft=2s,tpot=100ms")
     assert "  SGLang: python -m sglang.launch_server --model-path meta-llama/Llama-3.2-3B --tp-size 1" in out
     assert "vLLM: " not in out and "vllm serve" not in out
+
+
+def test_nothing_fits_exits_3_with_sglangs_budget(cli_entry):
+    # Llama-3.1-70B at TP 8 on L4, SGLang 0.5.23 (`kvledger plan ... --engine sglang --tp-size 8 --context-length
+    # 8192`): free before load 22.05 − 0.42 = 21.63 GiB against weights 16.43 + RoPE 0.06 + weight-load overhead 0.07
+    # + reserve (1 − 0.635) × 21.63 = 7.90 GiB = 24.46 GiB: short by 2.82 GiB
+    code, out, _ = cli_entry("search", "meta-llama/Llama-3.1-70B", "--slo", "ttft=2s,tpot=100ms", "--gpus", "L4",
+                             "--tp", "8", "--max-model-len", "8K", "--num-requests", "60", "--rate", "5", "--engine",
+                             "sglang", "--json")
+    c = json.loads(out)["candidates"][0]
+    assert code == 3 and c["reason"] == "does not fit" and c["plan"]["mem_fraction_static"] == 0.635
+    assert c["detail"].startswith("SGLang's 21.63 GiB (free before the weights load (device total − the memory held "
+                                  "before it, sglang_rules.SGLANG_PRELOAD_GIB)) is short by 2.82 GiB before any KV "
+                                  "cache, per GPU at TP 8 (weights 16.43 GiB")

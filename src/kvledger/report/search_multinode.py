@@ -31,7 +31,7 @@ def multinode_words(rejected: list[dict[str, Any]]) -> str:
 
     widest: dict[str, dict[str, Any]] = {}
     for e in rejected:
-        if e.get("reason") == "does not fit" and e.get("plan") and e.get("tp"):
+        if e.get("reason") == "does not fit" and "gpu_memory_utilization" in (e.get("plan") or {}) and e.get("tp"):
             if e["gpu_id"] not in widest or e["tp"] > widest[e["gpu_id"]]["tp"]:
                 widest[e["gpu_id"]] = e
     out = []
@@ -61,8 +61,8 @@ def _no_fit_kind(e: dict[str, Any]) -> tuple[bool, str] | None:
     from kvledger.errors import KvLedgerError
 
     p = e.get("plan") or {}
-    if e.get("reason") != "does not fit" or p.get("weight_bytes_per_gpu") is None:
-        return None
+    if e.get("reason") != "does not fit" or p.get("weight_bytes_per_gpu") is None or "gpu_memory_utilization" not in p:
+        return None  # SGLang's plan (search --engine sglang): its budget is a share of the memory free before load
     try:
         total = get_gpu(e["gpu_id"]).memory_bytes
     except (KvLedgerError, KeyError):

@@ -205,8 +205,10 @@ def _check_plan(spec: SearchSpec, cand: Candidate, tp: int, pool: str) -> tuple[
     gib = 2**30
     if not m.fits:
         deductions = ", ".join(f"{d.name} {d.bytes / gib:.2f} GiB" for d in m.deductions)
+        budget = (f"{m.fraction_name} {m.fraction:g} × {m.gpu_total_bytes / gib:.2f} GiB" if m.engine != "sglang" else
+                  f"SGLang's {m.requested_bytes / gib:.2f} GiB ({m.requested_label})")  # its fraction: a reserve
         return _reject(cand, "does not fit",
-                       f"{pool}{m.fraction_name} {m.fraction:g} × {m.gpu_total_bytes / gib:.2f} GiB is short by "
+                       f"{pool}{budget} is short by "
                        f"{-m.available_kv_bytes / gib:.2f} GiB before any KV cache, per GPU at TP {tp} ({deductions})",
                        plan=figures), plan
     if not plan.fits:
