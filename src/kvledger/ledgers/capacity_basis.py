@@ -49,7 +49,7 @@ from kvledger.evidence.aggregate import AggregateRun
 from kvledger.jsonable import to_jsonable
 from kvledger.ledgers import notes as N
 from kvledger.ledgers.burst_read import read_burst
-from kvledger.ledgers.fell_behind import FELL_BEHIND_RULE, fell_behind
+from kvledger.ledgers.fell_behind import FELL_BEHIND_RULE, fell_behind, kept_up_rate, kept_up_words, typical_e2e_s
 from kvledger.ledgers.goodput import GoodputResult
 from kvledger.ledgers.p90_bounds import derived_tpot, p90_aggregate, p90_records, p90_words
 from kvledger.ledgers.slo import SLO
@@ -128,10 +128,13 @@ def _pace_check(run: RunRecords | AggregateRun, gp: GoodputResult) -> tuple[dict
     if rate is not None:
         if gp.goodput_req_per_s is None:
             return None, "the run's duration is unknown, so its good req/s cannot be set against the offered rate"
-        share, cap = gp.goodput_req_per_s / rate, f" or the client's cap of {conc:,} in flight held it" if conc else ""
+        drain = _drain(run)  # the same drain allowance as the fell-behind rule's (fell_behind.py)
+        share = gp.goodput_req_per_s / kept_up_rate(rate, **drain)
+        cap, of = f" or the client's cap of {conc:,} in flight held it" if conc else "", kept_up_words(rate, **drain)
         ok = share >= KEPT_PACE_SHARE
         return _check("kept pace (open loop)", share, KEPT_PACE_SHARE, ok,
                       f"offered {rate:,.3g} req/s, served {gp.goodput_req_per_s:,.3g} good req/s ({share:.1%}"
+                      + (" of " + of if of != "offered" else "")
                       + (")" if ok else f", below {KEPT_PACE_SHARE:.0%}: the server fell behind, the SLO rejected "
                                         f"requests{cap})")), None
     if conc:
@@ -160,6 +163,14 @@ def _open_loop_rate(run: RunRecords | AggregateRun) -> float | None:
     """An open loop's offered rate (finite, above 0), req/s; None otherwise (closed loop if a concurrency is set)."""
     rate = run.metadata.request_rate
     return rate if rate is not None and math.isfinite(rate) and rate > 0 else None
+
+
+def _drain(run: RunRecords | AggregateRun) -> dict[str, Any]:
+    """The fell-behind rule's drain allowance (``fell_behind.py``): a run's request count and typical E2E, s, from its
+    per-request times; none from aggregates."""
+    if not isinstance(run, RunRecords):
+        return {}
+    return {"num_requests": len(run.records), "drain_s": typical_e2e_s(run.records)}
 
 
 def _overload(run: RunRecords | AggregateRun, gp: GoodputResult, slo: SLO) -> LoadCheck | None:
@@ -191,7 +202,7 @@ def check_load(run: RunRecords | AggregateRun, gp: GoodputResult, slo: SLO, *, k
     if (over := _overload(run, gp, slo)) is not None:
         return over
     if not kept_up and not isinstance(run.metadata.extra.get("ramp_up"), dict) and (
-            behind := fell_behind(_open_loop_rate(run), gp.throughput_req_per_s)) is not None:
+            behind := fell_behind(_open_loop_rate(run), gp.throughput_req_per_s, **_drain(run))) is not None:
         return LoadCheck("fell_behind", behind["text"], [behind], FELL_BEHIND_RULE, _notes(run, slo))
     pace, why = _pace_check(run, gp)
     if pace is None:
