@@ -4,7 +4,7 @@ SGLang 0.5.23's DP ranks in lock-step, each the plan's KV pool, round-robin disp
 from __future__ import annotations
 
 import pytest
-from cli_run import cli_json, refused
+from cli_run import cli_json, refused, run_cli
 
 SG = ("simulate", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--engine", "sglang", "--tp", "8", "--ep-size", "8",
       "--enable-dp-attention", "--dp-size", "8", "--num-requests", "16")
@@ -36,3 +36,32 @@ def test_what_is_not_modelled_is_refused(args, said):
     err = refused("simulate", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--engine", "sglang", *args,
                   "--num-requests", "4")
     assert said in err and "simulate takes SGLang's DP attention as" in err
+
+
+DP12 = ("simulate", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--engine", "sglang", "--tp", "8", "--ep-size", "8",
+        "--enable-dp-attention", "--dp-size", "8", "--rate", "12")
+
+
+def test_the_dp_line_does_not_call_a_run_too_short_to_tell_stable():
+    # 64 requests of 512 + 1,024 tokens at 12 req/s: the arrivals up to the median span 3.08 s, all of them 5.46 s,
+    # and the first request finishes 45.85 s in (1,024 decode steps), so the run is too short to tell whether it kept
+    # up (queue_growth.open_loop_check); no rank's read can say more than the run's, so the DP line says so in place
+    # of "no rank's queue grew"
+    args = (*DP12, "--num-requests", "64", "--prompt-lengths", "fixed:512", "--output-lengths", "fixed:1024")
+    d = cli_json(*args, "--json")
+    assert d["too_short"] is not None and d["data_parallel"]["saturated_ranks"] == []
+    assert d["data_parallel"]["too_short_to_tell"] is True
+    out = " ".join(run_cli(*args).stdout.split())
+    assert "too short to tell whether the engine kept up: the arrivals up to the median spanned 3.08 s" in out
+    assert "too short to tell whether a rank's queue grew" in out and "no rank's queue grew" not in out
+
+
+def test_the_dp_line_does_not_call_a_run_whose_queue_grew_stable():
+    # azure-conv's first 40 requests at 12 req/s: after the median arrival they came at 12.72 req/s and finished at
+    # 2.01 req/s (the run's queue grew: its warning), while no one rank's 5 requests showed growth past its
+    # Bonferroni burst allowance; the DP line names both rather than "no rank's queue grew"
+    out = " ".join(run_cli(*DP12, "--num-requests", "40").stdout.split())
+    assert "requests arrived at 12.72 req/s and finished at 2.01 req/s, so the queue grew" in out
+    assert ("no one rank's queue grew past its own burst allowance, but all ranks' requests together showed the queue "
+            "growing (the warning above)") in out
+    assert "no rank's queue grew" not in out

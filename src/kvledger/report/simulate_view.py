@@ -269,7 +269,11 @@ def _saturation_words(dp: dict) -> str:
         return ""
     sat = dp["saturated_ranks"]
     said = (f"rank{'s' if len(sat) > 1 else ''} {', '.join(map(str, sat))} of {dp['data_parallel_size']} saturated "
-            "(its own queue grew)" if sat else "no rank's queue grew")
+            "(its own queue grew)" if sat else
+            "too short to tell whether a rank's queue grew (the run's warm-up had not ended: the note below)"
+            if dp.get("too_short_to_tell") else
+            "no one rank's queue grew past its own burst allowance, but all ranks' requests together showed the queue "
+            "growing (the warning above)" if dp.get("run_queue_grew") else "no rank's queue grew")
     return f"; saturation judged per rank, each rank's own requests (a rank's queue cannot move to another): {said}"
 
 

@@ -87,10 +87,16 @@ def rank_overload(growths: list[Any], dp: int) -> Any:
     return None
 
 
-def saturation_figures(growths: list[Any]) -> dict[str, Any]:
-    """The per-rank verdict for the data-parallel figures: the saturated ranks (their index) and the rule."""
-    return {"saturated_ranks": [k for k, q in enumerate(growths) if rank_saturated(q)],
-            "saturation_judged": "per rank", "saturation_rule": RULE}
+def saturation_figures(growths: list[Any], *, too_short: bool = False, run_grew: bool = False) -> dict[str, Any]:
+    """The per-rank verdict for the data-parallel figures: the saturated ranks (their index) and the rule. Where no
+    rank's own queue grew, the run's own read qualifies it: ``too_short`` (the run was too short to tell whether it
+    kept up, ``queue_growth.open_loop_check``: no rank's read can say more than the run's) adds
+    ``"too_short_to_tell": true``; ``run_grew`` (all ranks' requests together showed the queue growing where no one
+    rank's did past its own burst allowance) adds ``"run_queue_grew": true``."""
+    sat = [k for k, q in enumerate(growths) if rank_saturated(q)]
+    qualified = {} if sat else {"too_short_to_tell": True} if too_short else {"run_queue_grew": True} if run_grew \
+        else {}
+    return {"saturated_ranks": sat, "saturation_judged": "per rank", "saturation_rule": RULE, **qualified}
 
 
 def rank_probe_grew(run: RunRecords, ranks: list[int], dp: int) -> bool:

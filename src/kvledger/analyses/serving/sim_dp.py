@@ -140,9 +140,10 @@ def _span_words(cost: Any) -> str:
     return f", {cost.span.words()}" if cost.span is not None else ""
 
 
-def dp_figures(setup: Any, result: Any, growths: list[Any] | None = None) -> dict[str, Any] | None:
+def dp_figures(setup: Any, result: Any, growths: list[Any] | None = None, **run_read: bool) -> dict[str, Any] | None:
     """The run's data-parallel figures for the document; None without data parallelism. ``growths``: each rank's
-    queue growth in an open loop (``dp_saturation.rank_growths``), which adds the ranks judged saturated."""
+    queue growth in an open loop (``dp_saturation.rank_growths``), which adds the ranks judged saturated; ``run_read``:
+    the run's own read, ``too_short`` and ``run_grew`` (``dp_saturation.saturation_figures``)."""
     dp = result.extra.get("data_parallel")
     if dp is None:
         return None
@@ -159,4 +160,4 @@ def dp_figures(setup: Any, result: Any, growths: list[Any] | None = None) -> dic
     return {**dp, "ranks_in_lockstep": True, "gpus": gpus,
             "kv_tokens_per_rank": per_rank, "kv_tokens_total": per_rank * dp["data_parallel_size"],
             "kv_usage_mean_per_rank": [u["mean"] for u in usage], **src,
-            **(saturation_figures(growths) if growths is not None else {})}
+            **(saturation_figures(growths, **run_read) if growths is not None else {})}

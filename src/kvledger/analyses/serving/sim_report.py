@@ -54,7 +54,8 @@ def simulate_document(setup: Any, result: Any) -> SimDocument:
                        to_jsonable(overload), bands, notes, setup.client_latency, too_short=to_jsonable(short),
                        burst=at_once, at_knee=knee, preemptions=preempted, pipeline=_pp_figures(setup, result),
                        batch=batch_occupancy(result.records.records, _engine_running_max(result), _engines(setup)),
-                       data_parallel=dp_figures(setup, result, dp_sat[0] if dp_sat else None))
+                       data_parallel=dp_figures(setup, result, dp_sat[0] if dp_sat else None, too_short=bool(short),
+                                                run_grew=overload is not None and not behind))
 
 
 def kept_up(setup: Any, result: Any) -> bool:
