@@ -66,13 +66,40 @@ def test_deepep_dispatch_and_combine_dsv3():
     assert c.comm_s([64] + [0] * 7, False)[0] == pytest.approx(3 * 75.782e-6 + 58 * 88.791e-6, rel=1e-4)
 
 
-def test_step_waits_for_the_slowest_rank_and_an_idle_rank_adds_no_rows():
+def test_step_waits_for_the_slowest_rank_and_an_idle_rank_adds_no_rows_when_eager():
     c = _cost()
+    c.capture_sizes = ()  # eager (no decode CUDA graph): an IDLE batch is 0 tokens
     busy = StepShape(0, 0, 0, 0.0, 64, 64 * 1000)
     one, all_busy = c.step_time_s([busy] + [None] * 7), c.step_time_s([busy] * 8)
     # the MoE rows: 64 with seven IDLE ranks (SUM_LEN: 2 × 64 < 512), 512 with all busy (SUM_LEN, custom all-reduce)
     assert c.rank_tokens([busy] + [None] * 7)[1:] == (64, False) and c.rank_tokens([busy] * 8)[1:] == (512, False)
     assert all_busy > one
+
+
+def test_decode_graph_pads_every_rank_to_the_bucket_of_the_largest():
+    # SGLang 0.5.23 decode_cuda_graph_runner.py: under require_mlp_tp_gather every rank replays the graph of
+    # _pad_to_bucket(max rank count) — DSV3 at --tp 8 on H200 captures 1, 2, 4, 8, 12, 16, 24, …, 512 (cuda_graph_max_bs
+    # 512, the rank's pool 2,048 requests: sglang_steps.decode_capture_sizes)
+    c = _cost()
+    assert c.capture_sizes[:7] == (1, 2, 4, 8, 12, 16, 24) and c.capture_sizes[-1] == 512
+    three, nine = StepShape(0, 0, 0, 0.0, 3, 3_000), StepShape(0, 0, 0, 0.0, 9, 9_000)
+    got = c.graph_padded([three, None, nine] + [None] * 5)
+    # max 9 → 12: the 3-request rank gains 9 padding rows of 1 KV token (3,009), the 9-request rank 3 (9,003), an
+    # idle rank's IDLE batch replays 12 rows of 1 token (ForwardMode.is_cuda_graph holds for IDLE)
+    assert got[:3] == [StepShape(0, 0, 0, 0.0, 12, 3_009), StepShape(0, 0, 0, 0.0, 12, 12),
+                       StepShape(0, 0, 0, 0.0, 12, 9_003)]
+    # priced as those shapes: 8 ranks × 12 rows = 96 MoE rows (SUM_LEN: 96 × 7,168 × 2 B = 1.4 MB fits the 16 MiB
+    # custom all-reduce), each rank the same step
+    assert c.rank_tokens(got)[1:] == (96, False)
+    eager = _cost()
+    eager.capture_sizes = ()
+    assert c.step_time_s([three, None, nine] + [None] * 5) == pytest.approx(eager.step_time_s(got), rel=1e-12)
+    # a prefill on any rank: every rank eager, unpadded (_local_decode_cuda_graph_vote is min-reduced); above the
+    # largest captured size (513 > 512): eager too
+    chunk = StepShape(256, 1, 256, 256 * 257 / 2, 0, 0)
+    assert c.graph_padded([three, chunk] + [None] * 6) == [three, chunk] + [None] * 6
+    big = StepShape(0, 0, 0, 0.0, 513, 513_000)
+    assert c.graph_padded([big, three] + [None] * 6) == [big, three] + [None] * 6
 
 
 @pytest.mark.parametrize(("kw", "said"), [({"tp": 8, "data_parallel_size": 4}, "--dp-size below --tp"),

@@ -31,8 +31,22 @@ ring all-gather latency (``tp_network.gather_latency_s``); SUM_LEN two all-reduc
 2(N − 1)/N of it at the all-reduce's fitted latency (``tp_comm``). DeepEP's dispatch and combine per MoE layer: the
 busier of what rank r sends (its tokens × k × (N − 1)/N) and receives (the other ranks' tokens × k/N: uniform
 routing, no de-duplication of a token's experts on one rank), 16-bit both ways, over the one-node link, each call at
-the ring all-gather's latency (DeepEP's own kernel latency is not fitted: a stand-in). Not modelled: the CUDA-graph
-sizes' rounding, DeepEP's low-latency decode kernels and FP8 dispatch, the dense MLP layers' and LM head's TP split
+the ring all-gather's latency (DeepEP's own kernel latency is not fitted: a stand-in).
+
+The decode CUDA graphs under DP attention (``model_executor/runner/decode_cuda_graph_runner.py``, 0.5.23): with
+``require_mlp_tp_gather`` a rank's graph batch is ``_pad_to_bucket(_max_dp_batch_size)``, the smallest captured size
+≥ the largest rank's request count (``original_global_num_tokens_cpu``), the same on every rank, an idle rank's IDLE
+batch included (``ForwardMode.is_cuda_graph`` holds for IDLE); the graph's ``global_num_tokens`` is that size on every
+rank (``_global_num_tokens_for_graph``), its padding mode ``DpPaddingMode.get_default_mode_in_cuda_graph`` (SUM_LEN
+where the summed buffer fits the custom all-reduce, else MAX_LEN: ``padding_mode`` of equal counts says the same). The
+graph runs only when every rank decodes or idles (``dp_attn.py :: _local_decode_cuda_graph_vote``, min-reduced) and
+that count is within the largest captured size (``can_run_graph``); otherwise every rank runs eagerly, unpadded.
+Priced so (``graph_padded``): in such a step every rank's shape is the padded batch, each padding row attending
+``SGLANG_SEQ_LEN_FILL`` KV token, as ``sglang_steps.GraphPaddedStepCost`` pads a single engine's decode. The sizes are
+the plan's (``sglang_steps.sglang_capture_sizes``: the server's ``--tp`` sets ``cuda_graph_max_bs``'s default, the
+rank's request pool cuts the list).
+
+Not modelled: DeepEP's low-latency decode kernels and FP8 dispatch, the dense MLP layers' and LM head's TP split
 over the gathered tokens (priced on the rank's own tokens at TP 1), two-batch overlap.
 """
 
@@ -41,6 +55,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kvledger.accounting.dp_lockstep_cost import DUMMY_BATCH, LockstepStepCost
+from kvledger.accounting.sglang_steps import SGLANG_SEQ_LEN_FILL, padded_decode_batch
+from kvledger.accounting.stepcost import StepShape
 
 __all__ = ["SglangDpStepCost", "padding_mode"]
 
@@ -65,11 +81,12 @@ class SglangDpStepCost(LockstepStepCost):
         inner: the roofline of one rank at attention TP 1 with EP ``dp`` (``sim_sglang_dp.sglang_dp_cost``).
         dp: DP ranks (= ``--tp``), count. backend: ``--moe-a2a-backend``, "none" or "deepep".
         ca_max_bytes: SGLang's custom all-reduce bound over the ``dp`` GPUs, B (``sglang_custom_ar_max_bytes``).
+        capture_sizes: the decode CUDA-graph batch sizes a rank captured, ascending, requests (empty: no graphs).
     """
 
-    def __init__(self, inner, dp: int, backend: str, ca_max_bytes: int) -> None:
+    def __init__(self, inner, dp: int, backend: str, ca_max_bytes: int, capture_sizes: tuple[int, ...] = ()) -> None:
         super().__init__(inner, dp, None, 1)
-        self.backend, self.ca_max_bytes = backend, ca_max_bytes
+        self.backend, self.ca_max_bytes, self.capture_sizes = backend, ca_max_bytes, tuple(capture_sizes)
         self.dense_layers = inner.model.num_layers - self.moe_layers
         self.topk = inner.model.experts_per_token
 
@@ -112,9 +129,26 @@ class SglangDpStepCost(LockstepStepCost):
             return [(self.moe_layers + self.dense_layers) * gathered] * len(own)
         return [self.dense_layers * gathered + self.moe_layers * self.deepep_layer_s(own, r) for r in range(len(own))]
 
+    def graph_padded(self, shapes: list) -> list:
+        """The ranks' shapes as the decode CUDA graph runs them (module docstring): where no rank prefills and the
+        largest rank's decode count m is within the largest captured size, every rank (an idle one too) at the
+        smallest captured size p ≥ m, each padding row attending ``SGLANG_SEQ_LEN_FILL`` KV token; else as given."""
+        sizes = self.capture_sizes
+        if not sizes or any(s is not None and s.num_prefill_tokens > 0 for s in shapes):
+            return shapes
+        top = max((s.num_decode_seqs for s in shapes if s is not None), default=0)
+        if top == 0 or top > sizes[-1]:
+            return shapes
+        p = padded_decode_batch(top, sizes)
+        return [StepShape(num_decode_seqs=p, decode_kv_tokens=p * SGLANG_SEQ_LEN_FILL) if s is None else
+                replace(s, num_decode_seqs=p, decode_kv_tokens=s.decode_kv_tokens
+                        + (p - s.num_decode_seqs) * SGLANG_SEQ_LEN_FILL) for s in shapes]
+
     def rank_times_s(self, shapes: list) -> list[float]:
         """Each rank's step time, s: its own step's roofline (an idle rank's: the one-token dummy shape, its
-        attention and dense terms), the MoE term over the rows the MoE layers run, and the communication."""
+        attention and dense terms; under a decode CUDA graph every rank at the padded batch, ``graph_padded``), the
+        MoE term over the rows the MoE layers run, and the communication."""
+        shapes = self.graph_padded(shapes)
         own, rows, padded = self.rank_tokens(shapes)
         moe_rows = rows if self.backend == "none" else sum(own)  # DeepEP: each token once, at its experts' ranks
         moe = self.moe_s(max(1, moe_rows))

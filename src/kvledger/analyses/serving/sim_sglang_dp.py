@@ -43,7 +43,20 @@ def _rank_cost(plan: Any) -> Any:
     s = plan.settings
     rank = replace(s, tp=1, ep_size=s.tp, moe_a2a_backend=None, enable_dp_attention=None, data_parallel_size=None)
     cost = replace(plan, settings=rank).step_cost(overlap_cpu=True)
-    return getattr(cost, "inner", cost)  # the CUDA-graph padding wrapper off: the sizes' rounding not modelled
+    return getattr(cost, "inner", cost)  # the CUDA-graph padding wrapper off: the lock-step cost pads (graph_padded)
+
+
+def _capture_sizes(plan: Any) -> tuple[int, ...]:
+    """The decode CUDA-graph sizes each DP rank captures: the plan's (``sglang_steps.sglang_capture_sizes`` at the
+    server's ``--tp``, cut to the rank's request pool); none with ``--disable-cuda-graph`` or for a release whose list
+    was not read."""
+    from kvledger.accounting.sglang_steps import sglang_capture_sizes
+
+    s = plan.settings
+    if getattr(s, "no_cuda_graph", False):
+        return ()
+    got = sglang_capture_sizes(plan.gpu, s.tp, s.pp, s.engine_version, s.max_num_seqs, plan.memory.max_num_seqs or None)
+    return got[0] if got else ()
 
 
 def sglang_dp_cost(plan: Any) -> Any:
@@ -68,7 +81,7 @@ def sglang_dp_cost(plan: Any) -> Any:
     # SUM_LEN's decode rule asks for the v2 kernel (isinstance(comm, CustomAllReduceV2)): CUDA, NVLink all-to-all
     v2 = ver >= SGLANG_CA_V2_FROM and plan.gpu.nvlink_all_to_all and not plan.gpu.gpu_id.startswith("amd_")
     ca = sglang_custom_ar_max_bytes(ver, s.tp, 1, plan.gpu, s.disable_custom_all_reduce) if v2 else 0
-    out = SglangDpStepCost(_rank_cost(plan), s.tp, sglang_a2a(s), ca)
+    out = SglangDpStepCost(_rank_cost(plan), s.tp, sglang_a2a(s), ca, _capture_sizes(plan))
     out.balancing_rule, out.version = "sglang round_robin", "0.5.23"
     return out
 
@@ -93,9 +106,20 @@ def sglang_dp_note(plan: Any, cost: Any) -> str:
             f"{per_rank:,} = {dp * per_rank:,} in all); requests routed round robin (data_parallel_controller.py "
             "round_robin_scheduler, --load-balance-method auto's choice); a rank's step: its own attention at "
             f"attention TP 1 and the MoE layers at EP {dp} over the gathered rows, {moe}; each row {h:,} hidden × "
-            f"2 B over {cost.link_Bps / 1e9:,.4g} GB/s (sglang_dp_cost.py); not modelled: the CUDA-graph sizes' "
-            "rounding, DeepEP's low-latency and FP8 modes, the dense MLP and LM head's TP split over gathered tokens, "
+            f"2 B over {cost.link_Bps / 1e9:,.4g} GB/s (sglang_dp_cost.py); {_graph_words(cost)}; not modelled: "
+            "DeepEP's low-latency and FP8 modes, the dense MLP and LM head's TP split over gathered tokens, "
             "two-batch overlap, other load-balance methods; the error bands come from runs without data parallelism")
+
+
+def _graph_words(cost: Any) -> str:
+    """How the decode CUDA graphs are priced on the DP path (``SglangDpStepCost.graph_padded``), in words."""
+    sizes = cost.capture_sizes
+    if not sizes:
+        return "decode steps eager, unpadded (no decode CUDA-graph sizes: graphs off or the release's list not read)"
+    return ("a decode step with no rank prefilling runs every rank, an idle one too, at the captured CUDA-graph size "
+            "≥ the largest rank's requests (model_executor/runner/decode_cuda_graph_runner.py: _pad_to_bucket of "
+            f"_max_dp_batch_size; sizes {', '.join(map(str, sizes[:5]))}, … {sizes[-1]}), each padding row 1 KV token; "
+            f"above {sizes[-1]} or with a prefill on any rank every rank eager, unpadded")
 
 
 def sglang_dp_figures(dp: dict[str, Any]) -> dict[str, str]:
