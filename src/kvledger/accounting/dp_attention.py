@@ -186,7 +186,8 @@ def data_parallel_notes(model: ModelSpec, s: PlanSettings, engine_text: str) -> 
     dp, tp = dp_size(s), s.tp
     unused = unused_all2all_note(s)
     if dp == 1:
-        return (unused,) if s.engine == "vllm" and s.all2all_backend else ()
+        return (unused,) if s.engine == "vllm" and s.all2all_backend else \
+            (_dp_attention_at_dp_1(s),) if s.engine == "sglang" and s.enable_dp_attention else ()
     engine_text = f"{'SGLang' if s.engine == 'sglang' else 'vLLM'} {engine_text.removesuffix(' rules')} rules"
     tail = ("; figures per GPU are one rank's; no roofline (the step cost prices one TP group, not the DP ranks "
             "stepping together)")
@@ -206,6 +207,29 @@ def data_parallel_notes(model: ModelSpec, s: PlanSettings, engine_text: str) -> 
             f"experts whole over EP {ep}, {local_experts(e, ep)} of {e} on the busiest GPU (fused_moe/config.py), "
             f"attention, dense layers and shared experts TP {tp}-sliced in each rank; the profile run's MoE layers "
             f"work on {a2a_rows_words(s, dp)}{tail}",)
+
+
+DP_ATTENTION_AT_DP_1 = "--enable-dp-attention without --dp-size (dp_size 1)"
+"""The start of the note on SGLang's DP attention flag given without a DP size."""
+DP_ATTENTION_AT_DP_1_BRIEF = ("--enable-dp-attention without --dp-size: SGLang ignores it (attention over the whole TP "
+                              "group, as planned); add --dp-size N for DP attention")
+"""That note in one line for ``plan``'s short view (the whole note under --verbose and in the JSON)."""
+
+
+def _dp_attention_at_dp_1(s: PlanSettings) -> str:
+    """The note on SGLang's --enable-dp-attention at dp_size 1, which SGLang ignores without a word: 0.5.23's
+    ``arg_groups/parallel_hook.py :: _handle_deprecated_dp_attention`` moves dp_size into attn_dp_size (1) and sets
+    the flag off, and nothing reads DP attention at attn_dp_size 1 (``attn_dp_enabled_of``: the memory reserve's DP
+    terms, ``memory_hook.py``, are skipped too); 0.5.3's ``server_args.py :: _handle_data_parallelism`` sets it off at
+    dp_size 1, after ``_handle_gpu_memory_settings`` has counted its cuda_graph_max_bs × 3 MiB reserve."""
+    ver = parse_sglang_version(s.engine_version) if s.engine_version else SGLANG_DP_VERSION
+    older = ("" if ver >= SGLANG_DP_VERSION else "; releases before 0.5.23 (read in 0.5.3, server_args.py "
+             "_handle_data_parallelism) turn it off too, after their memory reserve counted cuda_graph_max_bs × 3 MiB "
+             "for it, which this plan leaves out")
+    return (f"{DP_ATTENTION_AT_DP_1}: SGLang ignores it, running attention over the whole "
+            f"TP {s.tp} group as without the flag (0.5.23 arg_groups/parallel_hook.py _handle_deprecated_dp_attention: "
+            f"attn_dp_size = dp_size = 1, the flag set off){older}; planned so; for DP attention add --dp-size N "
+            "(N dividing --tp)")
 
 
 def unused_all2all_note(s: PlanSettings) -> str:

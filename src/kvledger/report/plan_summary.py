@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.markup import escape
 
 from kvledger.accounting.advice_mnbt import DP_BUDGET_NOTE
+from kvledger.accounting.dp_attention import DP_ATTENTION_AT_DP_1, DP_ATTENTION_AT_DP_1_BRIEF
 from kvledger.accounting.kv_range import range_text
 from kvledger.accounting.memory import MemoryPlan
 from kvledger.accounting.notes import SGLANG_FP8_KV
@@ -141,7 +142,8 @@ def _kv_lines(p: Plan) -> list[str]:
     out = [f"KV per token: {kv.bytes_per_token:,.0f} B ({kv.bytes_per_token / KiB:,.2f} KiB) per GPU, KV dtype "
            f"{kv.kv_cache_dtype}{auto}{groups}"]
     out += [f"note: {n}" for n in release_lines(m.notes, m.engine, m.engine_version, keep=(NOT_MODELLED, NO_KERNELS))
-            + [n for n in m.notes if n == SGLANG_FP8_KV]]  # the flag SGLang takes, where a vLLM spelling was given
+            + [n for n in m.notes if n == SGLANG_FP8_KV]  # the flag SGLang takes, where a vLLM spelling was given
+            + [DP_ATTENTION_AT_DP_1_BRIEF for n in m.notes if n.startswith(DP_ATTENTION_AT_DP_1)]]  # SGLang ignores
     out += [f"note: {n}" for n in p.model.notes if n.startswith("model_type ") and ": read " in n]  # an unknown type
     out += [f"note: {n}" for n in p.model.notes if n.startswith("KV per ")]  # a note that qualifies the headline figure
     if m.kv_free:

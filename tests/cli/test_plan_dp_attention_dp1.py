@@ -1,0 +1,33 @@
+"""`kvledger plan --engine sglang --enable-dp-attention` without --dp-size: SGLang ignores the flag at dp_size 1, and
+the plan says so rather than take it silently."""
+
+from __future__ import annotations
+
+from cli_run import cli_json, run_cli
+
+ARGS = ("plan", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--engine", "sglang", "--tp", "8")
+
+
+def test_dp_attention_without_a_dp_size_is_planned_as_sglang_runs_it_and_said():
+    # SGLang 0.5.23 arg_groups/parallel_hook.py _handle_deprecated_dp_attention: --enable-dp-attention moves dp_size
+    # (1) into attn_dp_size and sets the flag off; attn_dp_enabled_of is then false, so the memory reserve's DP terms
+    # are skipped too: the pool is the plain TP 8 plan's, 643,295 tokens (tests/accounting/test_dp_attention.py's TP 8
+    # figure), not DP attention's 8 × 221,051
+    with_flag, without = cli_json(*ARGS, "--enable-dp-attention", "--json"), cli_json(*ARGS, "--json")
+    assert with_flag["memory"]["num_gpu_blocks"] == without["memory"]["num_gpu_blocks"] == 643_295
+    said = [n for n in with_flag["memory"]["notes"] if n.startswith("--enable-dp-attention without --dp-size")]
+    assert len(said) == 1 and "SGLang ignores it, running attention over the whole TP 8 group" in said[0]
+    assert "_handle_deprecated_dp_attention" in said[0] and "releases before 0.5.23" not in said[0]
+    assert not any("without --dp-size" in n for n in without["memory"]["notes"])
+    # the short output says it in one line
+    out = " ".join(run_cli(*ARGS, "--enable-dp-attention").stdout.split())
+    assert ("note: --enable-dp-attention without --dp-size: SGLang ignores it (attention over the whole TP group, as "
+            "planned); add --dp-size N for DP attention") in out
+
+
+def test_an_older_release_says_what_it_did_before_turning_it_off():
+    # 0.5.3 server_args.py: _handle_gpu_memory_settings counts cuda_graph_max_bs × dp_size × 3 MiB for DP attention,
+    # then _handle_data_parallelism sets enable_dp_attention off at dp_size 1; the plan says the reserve is left out
+    d = cli_json(*ARGS, "--enable-dp-attention", "--engine-version", "0.5.3", "--json")
+    said = next(n for n in d["memory"]["notes"] if n.startswith("--enable-dp-attention without --dp-size"))
+    assert "releases before 0.5.23 (read in 0.5.3, server_args.py _handle_data_parallelism) turn it off too" in said
