@@ -46,6 +46,7 @@ def simulate_document(setup: Any, result: Any) -> SimDocument:
     preempted = preemption_facts(setup, result)
     notes += tipping_note(setup, result, preempted)  # a session run's KV tipping point, named with its figures
     engine = {**result.config, **launch_prefix_caching(getattr(setup, "plan", None), result.config)}
+    notes += _pause_note(setup, result, engine)  # SGLang's prefill steps: the decode time they paused
     summary = check_sim_summary(result.summary).to_dict()
     rej = count_rejections(setup) if summary["num_rejected"] else None  # the --max-model-len that serves them
     notes = [w for w in [rejected_warning(summary, engine, rej.fix_words() if rej else "")] if w] + notes  # first
@@ -56,6 +57,17 @@ def simulate_document(setup: Any, result: Any) -> SimDocument:
                        batch=batch_occupancy(result.records.records, _engine_running_max(result), _engines(setup)),
                        data_parallel=dp_figures(setup, result, dp_sat[0] if dp_sat else None, too_short=bool(short),
                                                 run_grew=overload is not None and not behind))
+
+
+def _pause_note(setup: Any, result: Any, engine: dict) -> list[str]:
+    """The line on the decode time SGLang's prefill steps paused (``sglang_pauses``), for one engine: one replica, no
+    DP ranks (their steps share no timeline); [] elsewhere or where none was paused."""
+    from kvledger.analyses.serving.sglang_pauses import decode_pauses
+
+    if engine.get("batching") != "sglang" or setup.replicas > 1 or getattr(setup.cost, "dp", 1) > 1:
+        return []
+    got = decode_pauses(result.records.records)
+    return [got.note()] if got is not None else []
 
 
 def kept_up(setup: Any, result: Any) -> bool:
