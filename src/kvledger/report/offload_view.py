@@ -74,14 +74,8 @@ def render_offload(rep: OffloadReport, console) -> None:
         console.print(line)
     if rep.overload:
         console.print(f"[bold red]{rep.overload['note']}[/]")
-    c = rep.cost
-    if c:
-        line = (f"Cost per hour ({c['source']}): {one} ${c['gpu_usd_per_hour']:,.2f} + host memory "
-                f"{c['host_memory_gib']:,.0f} GiB ${c['host_memory_usd_per_hour']:,.2f} = "
-                f"${c['with_tier_usd_per_hour']:,.2f}")
-        if "more_gpus_usd_per_hour" in c:
-            line += f"; {_more_label(g)} without the tier ${c['more_gpus_usd_per_hour']:,.2f}"
-        console.print(line)
+    if rep.cost:
+        console.print(_cost_line(rep.cost, one, g))
     if rep.step_cost:  # the step cost named above the tables: how it prices a step
         console.print(step_cost_source_line(rep.step_cost))
 
@@ -90,6 +84,16 @@ def _rules_line(rules: dict) -> list[str]:
     """The host-tier rules the run turned on, in one line (none: [])."""
     return ["Host-tier rules: " + "; ".join(f"{k} {v.get('value', '')} ({v['source']})".replace("  ", " ")
                                             for k, v in rules.items())] if rules else []
+
+
+def _cost_line(c: dict, one: str, g: dict | None) -> str:
+    """The cost per hour of the replica with its host memory, and of the larger deployment without the tier."""
+    line = (f"Cost per hour ({c['source']}): {one} ${c['gpu_usd_per_hour']:,.2f} + host memory "
+            f"{c['host_memory_gib']:,.0f} GiB ${c['host_memory_usd_per_hour']:,.2f} = "
+            f"${c['with_tier_usd_per_hour']:,.2f}")
+    if "more_gpus_usd_per_hour" in c:
+        line += f"; {_more_label(g)} without the tier ${c['more_gpus_usd_per_hour']:,.2f}"
+    return line
 
 
 def replicas_label(num_replicas: int, gpus_per_replica: int) -> str:
