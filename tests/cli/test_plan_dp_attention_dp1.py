@@ -4,6 +4,11 @@ the plan says so rather than take it silently."""
 from __future__ import annotations
 
 from cli_run import cli_json, run_cli
+from typer.testing import CliRunner
+
+from kvledger.cli.main import app
+
+runner = CliRunner()
 
 ARGS = ("plan", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--engine", "sglang", "--tp", "8")
 
@@ -19,8 +24,23 @@ def test_dp_attention_without_a_dp_size_is_planned_as_sglang_runs_it_and_said():
     assert len(said) == 1 and "SGLang ignores it, running attention over the whole TP 8 group" in said[0]
     assert "_handle_deprecated_dp_attention" in said[0] and "releases before 0.5.23" not in said[0]
     assert not any("without --dp-size" in n for n in without["memory"]["notes"])
-    # the short output says it in one line
-    out = " ".join(run_cli(*ARGS, "--enable-dp-attention").stdout.split())
+    # the short output says it in the note on what DP attention would hold (an MLA model at TP 8: 8 × 221,051 =
+    # 1,768,408 KV tokens against 643,295, 2.75×), one note and not two, so the short plan stays within 26 lines at 80
+    # columns (it ran to 29 with the flag's own 2-line note and SGLang's 2-line device-total clause)
+    for flags in ((), ("--enable-dp-attention",)):
+        res = runner.invoke(app, [*ARGS, *flags], env={"COLUMNS": "80"})
+        lines = res.stdout.splitlines()
+        assert res.exit_code == 0 and len(lines) <= 26 and max(len(line) for line in lines) <= 80, res.stdout
+    out = " ".join(res.stdout.split())
+    assert ("note: SGLang ignores --enable-dp-attention without --dp-size; MLA's latent KV is copied on all 8 TP "
+            "ranks: --enable-dp-attention --dp-size 8 holds 2.75× the KV tokens on these GPUs (8 × 221,051 against 643,295, "
+            "SGLang 0.5.23 rules)") in out
+
+
+def test_a_model_without_the_dp_note_keeps_the_flag_s_own_line():
+    # Qwen3-8B (GQA, no MLA): no note on DP attention's gain, so the flag's own one-line note stands alone
+    out = " ".join(run_cli("plan", "Qwen/Qwen3-8B", "--gpu", "H100", "--engine", "sglang", "--tp", "2",
+                           "--enable-dp-attention").stdout.split())
     assert ("note: --enable-dp-attention without --dp-size: SGLang ignores it (attention over the whole TP group, as "
             "planned); add --dp-size N for DP attention") in out
 

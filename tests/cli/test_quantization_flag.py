@@ -108,9 +108,13 @@ def test_refused_where_plan_refuses_it_in_plans_words():
         "--engine", "--policy")
     assert refused("offload", MODEL, "--gpu", "H100", "-q", "fp8", "--engine", "sglang",
                    "--enable-hierarchical-cache") == sglang
-    # search's candidates are all vLLM's: it takes neither --engine nor --policy (a usage error, exit 2)
-    for flag in ("--engine", "--policy"):
-        assert run_cli(*search, "-q", "fp8", flag, "sglang").exit_code == 2
+    # search --engine sglang plans SGLang's candidates, so it refuses vLLM's --quantization (an InputError: exit 2);
+    # --policy is simulate's word, not search's (a usage error, exit 2)
+    with pytest.raises(KvLedgerError) as sg:
+        run_cli(*search, "-q", "fp8", "--engine", "sglang")
+    assert type(sg.value) is InputError and "--quantization is vLLM's" in str(sg.value)
+    r = run_cli(*search, "-q", "fp8", "--policy", "sglang")
+    assert r.exit_code == 2 and "No such option: --policy" in r.output  # the console script adds: use --engine
 
 
 def test_search_plans_every_candidate_with_it_and_its_launch_lines_carry_it():

@@ -66,7 +66,7 @@ def summary_lines(p: Plan, *, verbose: bool = True) -> list[str]:
             f"no stage keeps a KV cache, so there are no blocks to compare; figures below are per GPU of stage {where}"
             if m.kv_free else f"the binding stage {where} has the fewest blocks and sizes the engine's pool; figures "
                               "below are per GPU of that stage"))
-    budget = _budget(m)
+    budget = _budget(m, verbose)
     if p.layout is not None and not p.layout.groups and not m.kv_free:
         avail = "no KV cache group on the binding stage's GPU (its layers all read other layers' K/V)"
     if m.kv_free:
@@ -122,6 +122,8 @@ def _dp_lines(p: Plan, verbose: bool = True) -> list[str]:
     d = p.data_parallel
     if d is None:
         note = p.dp_remedy if verbose or p.dp_brief is None else p.dp_brief
+        if note and _dp_flag_ignored(p):  # one note, not two: the flag SGLang ignored, then what --dp-size would hold
+            note = f"SGLang ignores --enable-dp-attention without --dp-size; {note}"
         return [f"note: {note}"] if note else []
     reqs = "; ".join(f"{r.context_tokens:,} tokens: {d.ranks} × {r.per_rank:,} = {r.total:,} requests"
                      for r in d.requests)
@@ -130,6 +132,11 @@ def _dp_lines(p: Plan, verbose: bool = True) -> list[str]:
             f"{d.ranks} × {d.kv_tokens_per_rank:,} = {d.kv_tokens_total:,} tokens in all (each rank its own pool; a "
             f"request is routed to one rank); requests held at once in all (KV and max_num_seqs): {reqs}",
             f"note: {rule}", *(f"note: {n}" for n in p.memory.notes if n.startswith(DP_BUDGET_NOTE))]
+
+
+def _dp_flag_ignored(p: Plan) -> bool:
+    """SGLang's --enable-dp-attention was given without --dp-size, which SGLang ignores (the plan's note says so)."""
+    return any(n.startswith(DP_ATTENTION_AT_DP_1) for n in p.memory.notes)
 
 
 def _kv_lines(p: Plan) -> list[str]:
@@ -143,7 +150,7 @@ def _kv_lines(p: Plan) -> list[str]:
            f"{kv.kv_cache_dtype}{auto}{groups}"]
     out += [f"note: {n}" for n in release_lines(m.notes, m.engine, m.engine_version, keep=(NOT_MODELLED, NO_KERNELS))
             + [n for n in m.notes if n == SGLANG_FP8_KV]  # the flag SGLang takes, where a vLLM spelling was given
-            + [DP_ATTENTION_AT_DP_1_BRIEF for n in m.notes if n.startswith(DP_ATTENTION_AT_DP_1)]]  # SGLang ignores
+            + [DP_ATTENTION_AT_DP_1_BRIEF] * (_dp_flag_ignored(p) and p.dp_remedy is None)]  # else in the DP note
     out += [f"note: {n}" for n in p.model.notes if n.startswith("model_type ") and ": read " in n]  # an unknown type
     out += [f"note: {n}" for n in p.model.notes if n.startswith("KV per ")]  # a note that qualifies the headline figure
     if m.kv_free:
@@ -158,14 +165,16 @@ def _kv_lines(p: Plan) -> list[str]:
     return out
 
 
-def _budget(m: MemoryPlan) -> str:
+def _budget(m: MemoryPlan, verbose: bool = True) -> str:
     """How the engine's budget is formed: the device total × its fraction less the terms (TensorRT-LLM: the fraction of
-    the memory free after its dry run)."""
+    the memory free after its dry run); SGLang's device total and what it held before the load with ``verbose``."""
     terms = ", ".join(d.name for d in m.deductions if d.bytes)
     if m.engine == "sglang":  # profile_max_num_token: free before load − weights … − (1 − f) × free before load
         held = m.gpu_total_bytes - m.requested_bytes
-        return (f"{m.engine} {m.engine_version}: free before the weights load {m.requested_bytes / GiB:,.2f} GiB "
-                f"(device total {m.gpu_total_bytes / GiB:,.2f} − {held / GiB:,.2f} GiB held before it) less "
+        total = (f" (device total {m.gpu_total_bytes / GiB:,.2f} − {held / GiB:,.2f} GiB held before it)" if verbose
+                 else "")
+        return (f"{m.engine} {m.engine_version}: free before the weights load {m.requested_bytes / GiB:,.2f} GiB"
+                f"{total} less "
                 + terms.replace("(1 − mem_fraction_static)", f"(1 − mem_fraction_static {m.fraction:g})"))
     budget = (f"{m.engine} {m.engine_version}: device total {m.gpu_total_bytes / GiB:,.2f} GiB "
               f"× {m.fraction_name} {m.fraction:g} less {terms}")
