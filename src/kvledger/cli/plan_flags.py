@@ -207,17 +207,10 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
     g = resolve_gpu(gpu, memory_bytes=check_device_memory(_bytes_opt(f.gpu_memory, "--gpu-memory"), "--gpu-memory"),
                     bandwidth_bytes_per_s=f.gpu_bandwidth * 1e12 if f.gpu_bandwidth is not None else None,
                     bf16_flops_per_s=f.gpu_bf16_tflops * 1e12 if f.gpu_bf16_tflops is not None else None)
-    flops, bandwidth, prof = f.achievable_flops_fraction, f.achievable_bandwidth_fraction, None
-    if flops is None or bandwidth is None:  # as simulate (step_cost_choice.gpu_profile_of): the GPU's bundled profile
-        from kvledger.accounting.carried_kernels import carried_bandwidth  # as simulate (plan_pricing.plan_fractions)
-        from kvledger.accounting.gpu_profile import resolve_gpu_profile
+    from kvledger.accounting.profile_fractions import plan_view_fractions
 
-        prof = resolve_gpu_profile(f.gpu_profile, g.name)
-    flops = flops if flops is not None else prof.flops_fraction if prof is not None else 0.7
-    bandwidth = bandwidth if bandwidth is not None else prof.bandwidth_fraction if prof else carried_bandwidth(g) or 0.8
-    share = f.allreduce_link_share  # wins over a profile's fitted share (roofline_choice.roofline_step_cost's rule)
-    if share is None and prof is not None:
-        share = prof.allreduce_link_share
+    flops, bandwidth, share, prof = plan_view_fractions(f.gpu_profile, g, f.achievable_flops_fraction,
+                                                        f.achievable_bandwidth_fraction, f.allreduce_link_share)
     mml, auto, mnbt = engine_token_flags(f.max_model_len, f.max_num_batched_tokens, f.engine, f.engine_version)
     check_kv_dtype_for_engine(f.kv_cache_dtype, engine_name(f.engine), f.engine_version)  # the engine's own names
     settings = make_settings(

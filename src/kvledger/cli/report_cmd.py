@@ -73,7 +73,8 @@ def report(
     0.25–1.5 × the capacity, and static-batching and contiguous-KV runs at the capacity rate, all with
     vLLM's memory plan and scheduler, or with --engine sglang SGLang's (its plan, pool and scheduler in every
     section; the static and contiguous runs, vLLM's presets, are then left out). KV tier flags (as simulate takes
-    them) add the tiers to the plan and run the capacity's requests again with them. Every
+    them) add the tiers to the plan, run the capacity's requests again with them and search the SLO capacity with
+    them too, beside the one without (the cost stays on the capacity without them). Every
     figure has its numbers in a table beside it and its sources; the commands whose --json each
     section equals are listed at the end.
     """

@@ -1,7 +1,8 @@
 """The report's KV-tier figure: at the rate the capacity was sized on, the share of prompt tokens each KV tier served
 (the run with the tiers the flags give, ``simulate``'s tier run), and for a document pool the shares expected by
 Che's LRU formula and by replaying the run's draw through an LRU (``analyses/serving/doc_pool_hits.py``), with TTFT
-and the share within the SLO with and without the tiers. The words are ``simulate``'s: its tier verdict
+and the share within the SLO with and without the tiers, and the SLO capacity with the tiers beside the one without
+(``analyses/serving/report_tier_capacity.py``). The words are ``simulate``'s: its tier verdict
 (``tier_verdict.tier_verdict_line``, its hints in report's flags) and its document-pool note
 (``doc_pool_hits.pool_note``)."""
 
@@ -12,6 +13,7 @@ from typing import Any
 
 from kvledger.analyses.serving.doc_pool_hits import pool_note
 from kvledger.analyses.serving.report_data import ReportData
+from kvledger.report.decision_view import capacity_band_clause
 from kvledger.report.figure import Figure, new_axes
 from kvledger.report.tier_verdict import tier_verdict_line
 
@@ -51,15 +53,43 @@ def _with_without(sec: dict[str, Any]) -> str:
             + f"Tier rule: {t['engine']} {t['engine_version']}: {t['rule']}.")
 
 
+def _capacities(sec: dict[str, Any]) -> str:
+    """The SLO capacity without the tiers → with them (the search run again with the tiers in every probe), their
+    80% bands, the tiers' shares at the capacity with them, and whether the difference is inside the band."""
+    c = sec.get("capacity")
+    if c is None:
+        return ""
+    wo, w = c["without_tier"], c["with_tier"]
+    head = (f" SLO capacity (≥ {c['target']:.0%} of requests within the SLO), the same search with the tiers in every "
+            "probe (goodput --simulate's run with the tier flags at each rate): ")
+    if w is None:
+        low = min(p[0] for p in c["probes_with_tier"])
+        return head + (f"{wo['sized_on_req_per_s']:,.4g} req/s without the tiers; with them no rate down to "
+                       f"{low:g} req/s meets the target (their loads delay TTFT).")
+    found = ("" if w["sized_on_req_per_s"] == w["slo_capacity_req_per_s"] else
+             f", sized on the deployment's capacity bound; {w['slo_capacity_req_per_s']:,.4g} req/s found")
+    shares = ", ".join(f"{t} {_share(h)}" for t, h in w["hit_share"].items())
+    verdict = ("no measured band stands for this regime, so whether the difference matters is not judged"
+               if c["inside_band"] is None else
+               "the difference is inside the band of the capacity without them: the tiers do not change the decision"
+               if c["inside_band"] else
+               "the difference is outside the band of the capacity without them: the tiers change the capacity the "
+               "decision rests on (the cost above prices the capacity without them)")
+    return head + (f"{wo['sized_on_req_per_s']:,.4g} req/s without the tiers{capacity_band_clause(wo, False)} → "
+                   f"{w['sized_on_req_per_s']:,.4g} req/s with them{capacity_band_clause(w, False)}{found}; the share "
+                   f"of prompt tokens each tier served at {w['slo_capacity_req_per_s']:,.4g} req/s: {shares}; "
+                   f"{verdict}.")
+
+
 def _caption(data: ReportData, sec: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     pool = sec.get("document_pool")
     head = (f"At {sec['rate_req_per_s']:,.4g} req/s, the rate the capacity was sized on: the share of prompt tokens "
-            "each KV tier served, per replica. The capacity search and the cost are priced without the tiers, as "
-            "cost --simulate prices them (the search's probes do not run the tiers' rules); this is what the tiers "
-            "change at that load.")
+            "each KV tier served, per replica. The cost and the headline are priced on the capacity without the "
+            "tiers, as cost --simulate prices it (report's tier flags ask what the tiers would change); this is "
+            "what the tiers change at that load.")
     sim = {r["tier"]: r["simulated"] for r in rows}
     note = "" if pool is None else " " + pool_note(pool["expected"], sim, {"document_pool": pool}) + "."
-    return head + _with_without(sec) + note
+    return head + _with_without(sec) + _capacities(sec) + note
 
 
 def kv_tier_hits(data: ReportData) -> Figure:
@@ -87,7 +117,8 @@ def kv_tier_hits(data: ReportData) -> Figure:
               _share(r["replay"])] for r in rows]
     sources = [data.commands.get("kv_tiers", ""), *([_CHE, sec["document_pool"]["expected_source"]]
                                                     if sec.get("document_pool") else []),
-               *([sec["kv_tiers"]["source"]] if sec.get("kv_tiers") else [])]
+               *([sec["kv_tiers"]["source"]] if sec.get("kv_tiers") else []),
+               *([sec["capacity"]["method"]] if sec.get("capacity") else [])]
     return Figure("kv_tier_hits", "KV tiers: the share of prompt tokens each serves at the capacity",
                   _caption(data, sec, rows), fig,
                   ["tier", "capacity, tokens per replica", "capacity, documents", "simulated share",

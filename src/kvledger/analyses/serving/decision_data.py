@@ -21,6 +21,7 @@ from kvledger.analyses.serving.report_tiers import check_report_pool, tier_secti
 from kvledger.analyses.serving.report_workload import (
     CONTEXTS,
     plan_contexts,
+    plan_view_settings,
     report_commands,
     report_synthetic,
     workload_contexts,
@@ -102,13 +103,12 @@ def build_plan_section(req: ReportRequest) -> dict[str, Any]:
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
 
-    e = req.engine
+    e, g = req.engine, resolve_gpu(req.gpu)
     engine = "sglang" if e.get("policy") == "sglang" else "vllm"
     mml, auto = read_max_model_len(str(e["max_model_len"]) if e.get("max_model_len") else None, engine,
                                    e.get("engine_version"))  # as the release reads it, as the simulation's plan
     settings = make_settings(engine=engine, engine_version=e.get("engine_version"), tp=e.get("tp") or 1,
-                             pp=e.get("pp") or 1,
-                             max_model_len=mml, auto_max_model_len=auto or None,
+                             max_model_len=mml, auto_max_model_len=auto or None, pp=e.get("pp") or 1,
                              contexts=plan_contexts(req), gpu_memory_utilization=e.get("gpu_memory_utilization"),
                              kv_cache_dtype=e.get("kv_cache_dtype") or "auto", quantization=e.get("quantization"),
                              max_num_seqs=e.get("max_num_seqs"), wddm=bool(e.get("wddm")),
@@ -117,13 +117,19 @@ def build_plan_section(req: ReportRequest) -> dict[str, Any]:
                              data_parallel_size=e.get("data_parallel_size"), all2all_backend=e.get("all2all_backend"),
                              ep_size=e.get("ep_size"), enable_dp_attention=e.get("enable_dp_attention"),
                              moe_a2a_backend=e.get("moe_a2a_backend"))  # SGLang's EP and DP attention (dp_attention)
-    p = build_plan(load_model(req.model), resolve_gpu(req.gpu), settings)
+    from kvledger.analyses.plans import plan_document
+
+    settings, prof = plan_view_settings(settings, e.get("gpu_profile"), g)  # plan --gpu-profile's roofline view
+    p = build_plan(load_model(req.model), g, settings)
+    doc = p.to_dict() if prof is None else plan_document(p, prof, e.get("allreduce_link_share") is not None)
     if req.tier is None:
-        return p.to_dict()
+        return doc
     from kvledger.analyses.serving.plan_pricing import PricingFlags, simulate_priced_tiers
 
-    # plan --kv-offloading-size & co.: its kv_tiers (the engine's tier rules checked here, before any simulation)
-    return p.to_dict() | {"kv_tiers": simulate_priced_tiers(p, req.tier, PricingFlags()).to_dict()}
+    # plan --kv-offloading-size & co.'s kv_tiers (the tier rules checked before any simulation), priced with the
+    # report's --gpu-profile and link share, as its runs are and as plan prices them (cli/plan_tiers.plan_tier_plan)
+    flags = PricingFlags(e.get("gpu_profile"), None, None, None, e.get("allreduce_link_share"))
+    return doc | {"kv_tiers": simulate_priced_tiers(p, req.tier, flags).to_dict()}
 
 
 def _check_run(req: ReportRequest) -> None:
@@ -285,7 +291,7 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
     say("latency sweep and engine comparisons")
     runs, base = _runs_after_capacity(req, cap, slo, pool), _summary_row(sim, slo, cap.sizing_req_per_s)
     wl = {"workload_contexts": w} if (w := workload_contexts(req)) else {}  # the answer's concurrency line states
-    tiers = tier_section(sim_args(req, rate=cap.sizing_req_per_s), req.tier, report_synthetic(req), slo, sim)
+    tiers = tier_section(sim_args(req, rate=cap.sizing_req_per_s), req.tier, report_synthetic(req), slo, sim, cap)
     return ReportData(inputs={**_asked(req), "slo_text": slo.describe(), **_no_trace_read(req), **wl,
                               "gpu_price_choice": how(_billed_packing(cost.report, setup))}, plan=plan, kv_tiers=tiers,
                       cost=cost.payload, rate_sweep=_sweep(base, runs) if req.with_sweep else None,

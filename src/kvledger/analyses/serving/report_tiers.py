@@ -4,9 +4,10 @@ capacity was sized on, the same requests served with the KV tiers the flags give
 .simulated_goodput_with_tier``: ``simulate``'s tier run and the same run without the tier), and a document pool's
 expected hit share per tier beside the simulated one (``doc_pool_hits``).
 
-The capacity search and the cost ledger stay as ``cost --simulate`` runs them without a tier: the search's probes
-do not run the tiers' rules (``goodput --target`` refuses tier flags for that reason), so the section states what
-the tiers change at the capacity found (hit share per tier, TTFT, the share within the SLO), not a new capacity.
+The cost ledger and the headline stay on the capacity ``cost --simulate`` finds without a tier (report's tier flags
+ask what the tiers would change; they are not the deployment priced): the section states what the tiers change at
+that capacity (hit share per tier, TTFT, the share within the SLO) and, the capacity search run again with the tiers
+in every probe (``report_tier_capacity``), the capacity with them beside it.
 """
 
 from __future__ import annotations
@@ -17,13 +18,16 @@ from typing import Any
 __all__ = ["tier_section", "tier_flags_text", "check_report_pool"]
 
 
-def tier_section(args: Any, tier: Any, synthetic: Any, slo: Any, priced: Any) -> dict[str, Any] | None:
+def tier_section(args: Any, tier: Any, synthetic: Any, slo: Any, priced: Any,
+                 capacity: Any = None) -> dict[str, Any] | None:
     """The report's ``kv_tiers`` section; None without a tier or a document pool.
 
     Args:
         args: the ``SimRequestArgs`` at the rate sized on (``rate``). tier: the ``TierSettings`` (None: none).
         synthetic: the report's synthetic workload (``SyntheticSpec``; None: its trace).
         slo: the report's SLO. priced: the run the ledger priced (``SimulatedRun``), the tier run's comparison.
+        capacity: the capacity without the tiers (``SimCapacity``); given, the search with the tiers runs too
+            (``report_tier_capacity.tier_capacity``: the section's ``capacity``).
 
     Raises:
         InputError: tier flags the engine refuses (``sim_tiers.host_tier_for``), as simulate refuses them.
@@ -51,6 +55,10 @@ def tier_section(args: Any, tier: Any, synthetic: Any, slo: Any, priced: Any) ->
         "without_tier": {"attainment": without.attainment, "goodput_req_per_s": without.goodput_req_per_s}}
     if args.document_pool is not None:
         section["document_pool"] = run.sim.setup.workload_info["document_pool"]
+    if capacity is not None:
+        from kvledger.analyses.serving.report_tier_capacity import tier_capacity
+
+        section["capacity"] = tier_capacity(args, tier, synthetic, slo, capacity)
     return section
 
 

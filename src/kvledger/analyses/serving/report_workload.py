@@ -12,14 +12,15 @@ from kvledger.analyses.serving.report_tiers import tier_flags_text
 from kvledger.errors import InputError
 from kvledger.ranges import check_options
 
-__all__ = ["CONTEXTS", "report_synthetic", "workload_flags", "report_commands", "workload_contexts", "plan_contexts"]
+__all__ = ["CONTEXTS", "report_synthetic", "workload_flags", "report_commands", "workload_contexts", "plan_contexts",
+           "plan_view_settings"]
 
 CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 """Context lengths (tokens) of the report's concurrency figure and its plan command; 8K and 128K are the two the
 report compares (``decision_data`` re-exports it)."""
 
 PLAN_KEYS = ("engine_version", "tp", "max_model_len", "gpu_memory_utilization", "kv_cache_dtype", "quantization",
-             "max_num_seqs", "wddm", "allreduce_link_share", "enable_expert_parallel",
+             "max_num_seqs", "wddm", "allreduce_link_share", "gpu_profile", "enable_expert_parallel",
              "data_parallel_size", "pp", "ep_size", "enable_dp_attention", "moe_a2a_backend")
 """The engine settings ``kvledger plan`` takes (the others are the simulator's)."""
 
@@ -139,3 +140,16 @@ def report_commands(req: Any, gpu_price: str) -> dict[str, str]:
            if tiers else {"kv_tiers": f"kvledger simulate {m} --gpu {g}{wl} --rate RATE --json"}
            if req.engine.get("document_pool") is not None else {}),
     }
+
+
+def plan_view_settings(settings: Any, gpu_profile: str | None, gpu: Any) -> tuple[Any, Any]:
+    """(``settings`` with the fractions ``plan --gpu-profile`` prices its roofline view at, the ``GpuProfile`` read or
+    None) (``profile_fractions.plan_view_fractions``), where the report was given ``--gpu-profile`` (its plan command
+    then carries the flag: ``PLAN_KEYS``); without it, (``settings`` as they are, None)."""
+    if gpu_profile is None:
+        return settings, None
+    from kvledger.accounting.profile_fractions import plan_view_fractions
+
+    flops, bandwidth, share, prof = plan_view_fractions(gpu_profile, gpu, share=settings.allreduce_link_share)
+    return settings.model_copy(update={"achievable_flops_fraction": flops, "achievable_bandwidth_fraction": bandwidth,
+                                       "allreduce_link_share": share}), prof

@@ -27,6 +27,7 @@ from kvledger.analyses.serving.capacity_bands import CapacityBand
 from kvledger.analyses.serving.idle_edge import IdleEdge, check_idle_edge
 from kvledger.analyses.serving.itl_budget import itl_budget_note, retell_idle_note
 from kvledger.analyses.serving.probe_length import short_notes
+from kvledger.analyses.serving.probe_sample import sample_note
 from kvledger.analyses.serving.queue_growth import QUEUE_CHECK
 from kvledger.analyses.serving.rejections import Rejections, count_rejections
 from kvledger.analyses.serving.sim_bracket import find_bracket, guessed_bracket
@@ -142,6 +143,7 @@ class SimBoundary:
     bound_req_per_s: float | None = None  # that bound, binding or not; None where none is proven (the caller)
     sized_error_band: CapacityBand | None = None  # then the band of that rate, as cost and search band it (the caller)
     sessions_limit: dict[str, Any] | None = None  # too few sessions carried a rate that met (session_ramp), else None
+    tier_report: Any = None  # with a tier: the boundary probe's sim_tier_report.SimTierReport (not in the JSON)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (without the per-probe GoodputResults, which the CLI prints one per line)."""
@@ -172,7 +174,7 @@ def _check_args(args: SimRequestArgs, axis: str, lo: float | None, hi: float | N
 
 def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str = "request_rate", *,
                         lo: float | None = None, hi: float | None = None, tol: float | None = None,
-                        synthetic: SyntheticSpec | None = None, max_evals: int = 30,
+                        synthetic: SyntheticSpec | None = None, max_evals: int = 30, tier: Any = None,
                         early_stop: bool = True, start: float = 1.0, guess: bool = False) -> SimBoundary:
     """The largest value on ``axis`` whose simulated attainment meets ``target`` under ``slo``.
 
@@ -187,11 +189,11 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
         guess: on the rate axis without lo, hi or tol, bisect [start/2, start] (and each halving's bracket) before
             its ends are known and leave a high end its probes imply unsimulated (a low end is always probed:
             ``kvledger.analyses.serving.sim_bracket.guessed_bracket``): the same boundary, usually one probe fewer.
+        tier: KV tiers (``TierSettings``): every probe is ``goodput --simulate``'s run with them (``SimProber``).
 
     Raises:
-        InputError: an unknown axis, a flag that fixes the varied value, a bad bracket or target, or a
-            simulation that cannot run.
-    """
+        InputError: an unknown axis, a flag that fixes the varied value, a bad bracket or target, or a simulation that
+            cannot run."""
     axis = normalize_axis(axis)
     ATTAINMENT_TARGET.check("attainment target", target)
     _check_args(args, axis, lo, hi)
@@ -201,7 +203,7 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
         hi = hi if hi is not None else load_plan(args)[0].memory.max_num_seqs
         if lo >= hi:
             raise InputError(f"need --lo < --hi for max_num_seqs, got lo={lo:g}, hi={hi:g} (the engine default)")
-    p = SimProber(args, synthetic, axis, slo, target, early_stop)
+    p = SimProber(args, synthetic, axis, slo, target, early_stop, tier)
     extra = []
     if guess and axis == "request_rate" and lo is None and hi is None and tol is None:
         blo, bhi, good, bad, implied = guessed_bracket(p, start, max_evals)
@@ -286,8 +288,6 @@ def _assemble(p: SimProber, res: BoundaryResult, axis: str, target: float) -> Si
         notes.append(getattr(first.synthetic, "rate_note", None) or "synthetic arrivals: the axis value is the "
                      "nominal Poisson/Gamma rate; the offered rate of each probe (its requests ÷ their arrival span) "
                      "is listed next to it")
-    from kvledger.analyses.serving.probe_sample import sample_note
-
     notes.extend(sample_note(first))  # a short window of a trace need not look like the trace
     stopped = [pr for pr in probes if pr.stopped_early is not None]
     if stopped:
@@ -297,4 +297,4 @@ def _assemble(p: SimProber, res: BoundaryResult, axis: str, target: float) -> Si
                        b / first.replicas if per_unit else None, b / first.num_gpus if per_unit else None,
                        goodput_at, goodput_at / first.num_gpus if goodput_at is not None else None,
                        first.provenance(), notes, [p.results[v] for v in p.runs], first,
-                       p.simulated(b) if b is not None else None)
+                       p.simulated(b) if b is not None else None, tier_report=p.tier_reports.get(b))

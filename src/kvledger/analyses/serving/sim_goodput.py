@@ -177,18 +177,15 @@ def simulated_goodput(args: SimRequestArgs, slo: SLO, synthetic: SyntheticSpec |
 def simulated_goodput_with_tier(args: SimRequestArgs, slo: SLO, tiers: Any,
                                 synthetic: SyntheticSpec | None = None) -> SimGoodputRun:
     """Simulate one run with the host KV tier ``tiers`` (``accounting.kv_tier_rules.TierSettings``) as ``kvledger
-    simulate`` does (``sim_tiers.run_with_tier``: the tier built by ``sim_host_tier``) and measure its goodput.
+    simulate`` does (``tier_runs.simulate_with_tier``: ``sim_tiers.run_with_tier``, the tier built by
+    ``sim_host_tier``; the capacity search with the tier runs the same) and measure its goodput.
 
     Raises:
         InputError: what ``prepare_run`` or ``run_with_tier`` refuses (tier flags of the other engine, no host tier).
     """
-    from kvledger.analyses.serving.doc_pool_hits import setup_with_pool_figures
-    from kvledger.analyses.serving.sim_ledgers import finish_run, prepare_run
-    from kvledger.analyses.serving.sim_tiers import run_with_tier
+    from kvledger.analyses.serving.tier_runs import simulate_with_tier
 
-    setup = prepare_run(args, synthetic)
-    result, report = run_with_tier(setup, tiers)
-    sim = finish_run(setup_with_pool_figures(setup, report), args, result, synthetic)  # --document-pool: expected
+    sim, report = simulate_with_tier(args, tiers, synthetic)  # --document-pool: its expected hits in the setup
     return SimGoodputRun(goodput(sim.run, slo), sim, report)
 
 

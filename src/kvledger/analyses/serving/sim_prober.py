@@ -100,9 +100,11 @@ class SimProber:
     """
 
     def __init__(self, args: SimRequestArgs, synthetic: SyntheticSpec | None, axis: str, slo: SLO, target: float,
-                 early_stop: bool = True) -> None:
+                 early_stop: bool = True, tier: Any = None) -> None:
         self.args, self.synthetic, self.axis, self.slo, self.target = args, synthetic, axis, slo, target
-        self.early_stop = early_stop
+        # with KV tiers (a TierSettings): each probe is goodput --simulate's run with them (tier_runs), run whole
+        self.tier, self.early_stop = tier, early_stop and tier is None
+        self.tier_reports: dict[float, Any] = {}  # value → the probe's sim_tier_report.SimTierReport (with a tier)
         self.runs: dict[float, ProbeFacts] = {}
         self.held: dict[float, SimulatedRun] = {}
         self.results: dict[float, GoodputResult] = {}
@@ -153,6 +155,12 @@ class SimProber:
         # token times only when the SLO judges per-request gaps (ITL): probes then hold no per-token data
         stop = self._miss_rule() if self.early_stop else None
         args, token_times = _with_value(self.args, self.axis, value), self.slo.itl_s is not None
+        if self.tier is not None:  # simulate's tier run, from the disk store where on (tier_runs)
+            from kvledger.analyses.serving.tier_runs import simulate_with_tier
+
+            sim, self.tier_reports[float(value)] = simulate_with_tier(args, self.tier, self.synthetic,
+                                                                      record_token_times=token_times)
+            return sim
         if (shared := _SHARED.get()) is None:
             return simulate_run(args, self.synthetic, record_token_times=token_times, stop=stop)
         key = _shared_key(args, self.synthetic, token_times, stop)
