@@ -103,3 +103,24 @@ def test_the_gpu_profile_prices_the_tiers(profile):
     assert (c["without_tier"]["slo_capacity_req_per_s"], c["with_tier"]["slo_capacity_req_per_s"]) == (28.25, 44.0)
     assert c["with_tier"]["first_failing_req_per_s"] == 44.5
     assert (_goodput_at(d, 44.0)["attainment"], _goodput_at(d, 44.5)["attainment"]) == (0.9, 0.89)
+
+
+def test_a_small_tier_moves_the_capacity_inside_the_band(tmp_path):
+    # 2 GiB of host offloading = 1,024 blocks of 2 MiB = 16,384 tokens (16 documents): beside HBM's 9.2 it holds 16 of
+    # the 40, so it serves 13.9% of prompt tokens at the capacity with it; the search: 36 ✓, 38 ✓ (94.75%),
+    # 39 ✓ (93.5%), 39.5 ✓ (91.25%), 40 ✗ (88.75%): 39.5 req/s, inside the 28.96–39.73 band of the 35.5 without it
+    out = tmp_path / "r.html"
+    res = run_cli("report", MODEL, *W, "--kv-offloading-size", "2", "--out", str(out), "--json")
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    c = d["kv_tiers"]["capacity"]
+    w = c["with_tier"]
+    assert (c["without_tier"]["slo_capacity_req_per_s"], w["slo_capacity_req_per_s"]) == (35.5, 39.5)
+    assert w["first_failing_req_per_s"] == 40.0 and c["inside_band"] is True
+    assert w["hit_share"]["host_dram"] == pytest.approx(0.13862, abs=1e-5)
+    # goodput --simulate … --rate 39.5 --kv-offloading-size 2: 0.9125 (365 of 400) meets 90%; --rate 40: 0.8875 (355)
+    assert (_goodput_at(d, 39.5)["attainment"], _goodput_at(d, 40.0)["attainment"]) == (0.9125, 0.8875)
+    html = out.read_text().replace("&#x27;", "'")
+    assert "35.5 req/s without the tiers (80% band 28.96–39.73 req/s, uncalibrated roofline) → 39.5 req/s" in html
+    assert ("the difference is inside the band of the capacity without them: the tiers do not change the decision"
+            in html)

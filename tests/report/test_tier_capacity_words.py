@@ -1,0 +1,29 @@
+"""The KV tiers caption's capacity clause (``figures_tiers._capacities``) where the search with the tiers found no
+capacity, or no measured band stands for the regime: said, never a number it does not have."""
+
+from __future__ import annotations
+
+from kvledger.report.figures_tiers import _capacities
+
+WO = {"slo_capacity_req_per_s": 35.5, "sized_on_req_per_s": 35.5, "error_band": None}
+
+
+def test_no_capacity_with_the_tiers_names_the_lowest_rate_probed():
+    # probes halved from 1 req/s to 0.015625 (1/64) and every one missed: no capacity with the tiers
+    sec = {"capacity": {"target": 0.9, "without_tier": WO, "with_tier": None, "inside_band": None,
+                        "probes_with_tier": [[1.0, 0.5, False], [0.5, 0.6, False], [0.015625, 0.7, False]]}}
+    assert _capacities(sec).endswith("35.5 req/s without the tiers; with them no rate down to 0.015625 req/s meets "
+                                     "the target (their loads delay TTFT).")
+
+
+def test_no_band_no_judgment():
+    w = {"slo_capacity_req_per_s": 40.0, "sized_on_req_per_s": 38.0, "error_band": None,
+         "hit_share": {"hbm": 0.25, "host_dram": 0.5}}
+    sec = {"capacity": {"target": 0.9, "without_tier": WO, "with_tier": w, "inside_band": None,
+                        "probes_with_tier": [[40.0, 0.91, True]]}}
+    got = _capacities(sec)
+    # the capacity bound caps the 40 found at 38: sized on 38, as cost sizes; no band: the difference is not judged
+    assert ("35.5 req/s without the tiers → 38 req/s with them, sized on the deployment's capacity bound; 40 req/s "
+            "found; the share of prompt tokens each tier served at 40 req/s: hbm 25.0%, host_dram 50.0%; no measured "
+            "band stands for this regime, so whether the difference matters is not judged.") in got
+    assert _capacities({}) == ""
