@@ -33,8 +33,8 @@ def test_dp_attention_without_a_dp_size_is_planned_as_sglang_runs_it_and_said():
         assert res.exit_code == 0 and len(lines) <= 26 and max(len(line) for line in lines) <= 80, res.stdout
     out = " ".join(res.stdout.split())
     assert ("note: SGLang ignores --enable-dp-attention without --dp-size; MLA's latent KV is copied on all 8 TP "
-            "ranks: --enable-dp-attention --dp-size 8 holds 2.75× the KV tokens on these GPUs (8 × 221,051 against 643,295, "
-            "SGLang 0.5.23 rules)") in out
+            "ranks: --enable-dp-attention --dp-size 8 holds 2.75× the KV tokens on these GPUs (8 × 221,051 against "
+            "643,295, SGLang 0.5.23 rules)") in out
 
 
 def test_a_model_without_the_dp_note_keeps_the_flag_s_own_line():
