@@ -7,6 +7,7 @@ and decode time against (batch, KV per request); ``kvledger.accounting.vidur_cos
 from __future__ import annotations
 
 import csv
+import functools
 from bisect import bisect_left
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -78,9 +79,13 @@ class Grid2:
         return (1 - fx) * self.z[i] + fx * self.z[i + 1]
 
 
+@functools.lru_cache(maxsize=2)
 def attention_grids(path: Path) -> tuple[Grid2, Grid2]:
     """(decode grid over (batch, kv), prefill grid over (chunk, prior kv)); duplicate rows averaged; prefill
-    cells past the measured c + p ≤ max_model_len edge filled in proportion to causal pairs."""
+    cells past the measured c + p ≤ max_model_len edge filled in proportion to causal pairs.
+
+    Read once per path (every Vidur cost scales the same A100 table: reading its rows took ~0.5 s a model, TP degree
+    or GPU); the grids' arrays are read-only, so the cached pair cannot be changed by a caller."""
     rows = read_rows(path)
     dec = mean_by_key([((int(r["batch_size"]), int(r["kv_cache_size"])), num(r["time_stats.attn_decode.median"]))
                         for r in rows if r["is_prefill"] != "True"])
@@ -101,5 +106,7 @@ def attention_grids(path: Path) -> tuple[Grid2, Grid2]:
                     z[i, j] = z[i, j_last] * causal_pairs(c, ys[j]) / causal_pairs(c, ys[j_last])
         if np.isnan(z).any():
             raise ValueError(f"{path}: attention grid has holes")
+        for a in (xs, ys, z):
+            a.setflags(write=False)
         grids.append(Grid2(xs, ys, z))
     return grids[0], grids[1]
