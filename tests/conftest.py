@@ -23,6 +23,33 @@ settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 
+def _whole_app_command_built_once() -> None:
+    """typer's CliRunner turns the app into a click command on every ``invoke`` (``typer.testing._get_command``): for
+    kvledger's whole app (every command and its options) that is ~25 ms a call, some 3,000 calls a run. The installed
+    program builds it once per process; so do the tests, for ``kvledger.cli.main.app`` only (built once and kept, never
+    changed after): any other app (a test's own, ``build_app(command)``) is built on each call as before."""
+    import typer.testing
+
+    build = getattr(typer.testing, "_get_command", None)
+    if build is None:  # another typer: its runner as it comes
+        return
+    built: list = []
+
+    def get_command(app):
+        from kvledger.cli import main
+
+        if app is not main.__dict__.get("app"):
+            return build(app)
+        if not built or built[0][0] is not app:
+            built[:] = [(app, build(app))]
+        return built[0][1]
+
+    typer.testing._get_command = get_command
+
+
+_whole_app_command_built_once()
+
+
 @pytest.fixture
 def cli_entry(monkeypatch, capsys):
     """Run kvledger's console entry point (``kvledger.cli.main.run``, as the installed command does) on ``argv``:
