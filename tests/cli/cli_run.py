@@ -25,11 +25,17 @@ def cli_json(*args: str) -> dict:
     argv = args if "--json" in args else (*args, "--json")
     res = run_cli(*argv)
     assert res.exit_code == 0, res.output
+    return json.loads(res.stdout, parse_constant=_no_constant)
 
-    def no_constant(name: str) -> None:
-        raise AssertionError(f"--json wrote {name}, not strict JSON")
 
-    return json.loads(res.stdout, parse_constant=no_constant)
+def strict_json_file(path) -> dict:
+    """The JSON document a command wrote to ``path`` (``--out``), strict as ``cli_json``'s: a test that needs a
+    command's text and its JSON runs it once with ``--out`` (the same document ``--json`` prints)."""
+    return json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
+
+
+def _no_constant(name: str) -> None:
+    raise AssertionError(f"--json wrote {name}, not strict JSON")
 
 
 def refused(*args: str) -> str:

@@ -4,7 +4,7 @@ same sessions drawn, the same checks; the Python API's kvledger.goodput takes wo
 from __future__ import annotations
 
 import pytest
-from cli_run import MODEL, cli_json, refused, run_cli
+from cli_run import MODEL, cli_json, refused, run_cli, strict_json_file
 
 import kvledger
 from kvledger.errors import InputError
@@ -43,14 +43,17 @@ def test_session_flags_are_checked_as_simulate_and_search_check_them():
         kvledger.goodput(MODEL, "H100", slo=SLO, workload="chat", session_rate=0.0, cache=False)
 
 
-def test_a_session_search_judges_its_capacity_at_the_steady_state_as_search_does():
+def test_a_session_search_judges_its_capacity_at_the_steady_state_as_search_does(tmp_path):
     # 20 chat sessions a probe at least, searched in [8, 10] turns/s: 9.125 meets (4,415 of 4,791 turns within the
     # SLO, 92.15%), 9.1875 misses. Over the probe's first arrival → last finish (1,512.25 s, its sessions' ramp-up and
     # drain included) that is 4,415 ÷ 1,512.25 = 2.919 good req/s; at the steady state search prices (session_spec.
     # steady_goodput) 9.125 × 4,415 ÷ 4,791 = 8.409 good req/s
     args = ("goodput", "--simulate", MODEL, "--gpu", "H100", "--workload", "chat", "--sessions", "20", "--slo", SLO,
             "--target", "0.9", "--lo", "8", "--hi", "10")
-    d = cli_json(*args)
+    # one search: the text on stdout, the --json document in --out's file (goodput writes the same text to both)
+    res = run_cli(*args, "--out", str(tmp_path / "search.json"))
+    assert res.exit_code == 0, res.output
+    d = strict_json_file(tmp_path / "search.json")
     b = d["boundary"]
     assert (b["boundary_value"], b["first_failing_value"]) == (9.125, 9.1875)
     at = next(r for r in d["runs"] if r["probe"]["value"] == 9.125)
@@ -60,7 +63,7 @@ def test_a_session_search_judges_its_capacity_at_the_steady_state_as_search_does
     assert ("session workload: capacity at the steady state, 9.125 turns/s × attainment 0.922 = 8.409 good req/s (the "
             "whole probe, ramp-up and drain of its sessions included: 2.919); more --sessions per probe bring the two "
             "closer") in d["notes"]
-    text = " ".join(run_cli(*args).output.split())
+    text = " ".join(res.output.split())
     assert ("; goodput there 8.409 good req/s at the steady state (9.125 turns/s × 92.2% within the SLO; 8.409 per "
             "GPU), the figure this answer gives, as search and cost price it; 2.919 good req/s (2.919 per GPU) over "
             "the probe's first arrival → last finish, its sessions' ramp-up and drain included") in text
