@@ -87,6 +87,10 @@ def test_a_pool_reads_no_file_outside_the_data_folder(tmp_path, pool):
     assert r.json()["error"].startswith(f"trace '{pool.split(':')[2]}' is outside the data folder")
     r = client.post("/api/serving", json={**SERVING, "document_pool": pool})
     assert r.status_code == 400 and "root:" not in r.text  # no data folder: no local file at all
-    # a bundled trace's lengths stay usable: 2 documents drawn by arxiv's prompt lengths
+
+
+def test_a_pool_drawn_by_a_bundled_traces_lengths_stays_usable():
+    # beside the refusals above (the same simulation for both of their cases, so run once here): 2 documents drawn
+    # by arxiv's prompt lengths
     r = client.post("/api/serving", json={**SERVING, "document_pool": "2:trace:arxiv:prompt:zipf=1"})
     assert r.status_code == 200, r.text
