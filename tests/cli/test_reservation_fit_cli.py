@@ -78,9 +78,9 @@ def test_static_batching_request_longer_than_the_pool_is_refused_before_the_run(
 def test_report_skips_the_contiguous_baseline_with_why_and_completes(tmp_path):
     # gpt-oss-20b on one L4 (vLLM 0.33 plan): 13,200 blocks, 13,199 usable = 13,199 × 393,216 B = 4.83 GiB; the
     # contiguous baseline needs 16,384 blocks (6.00 GiB); longest fitting: ceil(n / 16) ≤ 6,599 → n ≤ 105,584
-    out_html = tmp_path / "rep.html"
+    out_html = tmp_path / "rep.html"  # one report: its JSON on stdout, its HTML in --out (report --json --out)
     r = run_cli("report", OSS, "--gpu", "L4", "--slo", "ttft=2s,tpot=100ms", "--num-requests", "100", "--out",
-                str(out_html))
+                str(out_html), "--json")
     assert r.exit_code == 0
     html = out_html.read_text()
     assert "under two engines" in html
@@ -88,7 +88,6 @@ def test_report_skips_the_contiguous_baseline_with_why_and_completes(tmp_path):
             "max_model_len (131,072 tokens) per request at admission, 16,384 KV blocks (6.00 GiB), more than the "
             "pool&#x27;s 13,199 usable blocks (4.83 GiB), so not one request could be admitted; with "
             "--max-model-len 105584 or less it would run.") in html
-    r = run_cli("report", OSS, "--gpu", "L4", "--slo", "ttft=2s,tpot=100ms", "--num-requests", "100", "--json")
     s = json.loads(r.stdout)["engine_savings"]
     assert r.exit_code == 0 and s["contiguous"]["fit_max_model_len"] == 105584 and "summary" not in s["contiguous"]
     assert [r["comparison"] for r in s["ratios"]] == ["continuous ÷ static batching"]
@@ -112,7 +111,8 @@ def test_report_skips_the_static_baseline_whose_request_outgrows_the_pool_and_co
     trace.write_text("arrival_s,num_prompt_tokens,num_output_tokens\n"
                      + "".join(f"{i * 0.5},1000,100\n" for i in range(99)) + "49.5,110000,10\n")
     argv = ("report", OSS, "--gpu", "L4", "--slo", "ttft=30s,tpot=1s", "--trace", str(trace), "--num-requests", "100")
-    r = run_cli(*argv, "--json")
+    out_html = tmp_path / "rep.html"  # one report: its JSON on stdout, its HTML in --out (report --json --out)
+    r = run_cli(*argv, "--json", "--out", str(out_html))
     assert r.exit_code == 0, r.stderr
     s = json.loads(r.stdout)["engine_savings"]
     assert s["static"]["skipped"] == (
@@ -121,9 +121,6 @@ def test_report_skips_the_static_baseline_whose_request_outgrows_the_pool_and_co
         "blocks, more than the pool's 13,199 usable blocks, so it could never be admitted")
     assert s["static"]["fit_max_model_len"] == 105584 and "summary" not in s["static"]
     assert "skipped" in s["contiguous"] and s["ratios"] == [] and "summary" in s["engine"]
-    out_html = tmp_path / "rep.html"
-    r = run_cli(*argv, "--out", str(out_html))
-    assert r.exit_code == 0, r.stderr
     html = out_html.read_text()
     assert "under one engine. Not run, static batching (a batch runs until its longest member ends): static " in html
     assert "so it could never be admitted; with --max-model-len 105584 or less it would run." in html
