@@ -25,8 +25,6 @@ are ``S / link``, so the share moves a step by ``64 · S · (1/11.2e9 − 1/22.4
 from __future__ import annotations
 
 import dataclasses
-import subprocess
-import sys
 
 import pytest
 from cli_run import MODEL, cli_json, refused
@@ -167,9 +165,10 @@ def test_each_takes_engine_flags_definition(command):
 
 @pytest.mark.parametrize("value", ["0", "1.5"])
 @pytest.mark.parametrize("command", sorted(COMMANDS))
-def test_each_refuses_a_share_outside_0_1_in_one_line_with_status_2(command, value):
+def test_each_refuses_a_share_outside_0_1_in_one_line_with_status_2(command, value, cli_entry):
     args = (*COMMANDS[command], "--allreduce-link-share", value)
     msg = f"--allreduce-link-share {value} is out of range; allowed: (0, 1] (fraction)"
     assert refused(*args) == msg
-    p = subprocess.run([sys.executable, "-m", "kvledger.cli.main", *args], capture_output=True, text=True)
-    assert (p.returncode, p.stderr.strip(), p.stdout) == (2, f"error: {msg}", ""), p.stderr
+    # the console entry point (kvledger.cli.main.run, in this process: the line and status a user's shell gets)
+    code, out, err = cli_entry(*args)
+    assert (code, err.strip(), out) == (2, f"error: {msg}", ""), err
