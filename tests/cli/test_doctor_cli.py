@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -165,7 +163,7 @@ def _error(*args) -> str:
     return str(err.value)
 
 
-def test_impossible_log_values_are_clear_errors_naming_the_line(tmp_path):
+def test_impossible_log_values_are_clear_errors_naming_the_line(tmp_path, cli_entry):
     fixture = (LOGS / "v0.18_cudagraph_estimate_override.log").read_text(encoding="utf-8")
     # the real 0.18 log with its budget line (line 4, "6.9 GiB") edited to 99,999.11 GiB: more than an H100's 79.19 GiB
     p = tmp_path / "edited.log"
@@ -175,10 +173,9 @@ def test_impossible_log_values_are_clear_errors_naming_the_line(tmp_path):
     assert "line 4: available KV cache memory 99,999.11 GiB is more than the GPU's whole memory (79.19 GiB" in msg
     # no --gpu, no printed total
     assert "line 4: available KV cache memory 99,999.11 GiB is more than any GPU holds" in _error(p)
-    proc = subprocess.run([sys.executable, "-m", "kvledger.cli.main", "doctor", str(p), "--gpu", "H100"],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and "line 4" in proc.stderr
-    assert "Traceback" not in proc.stderr and "Input should be" not in proc.stderr
+    code, _, err = cli_entry("doctor", str(p), "--gpu", "H100")  # the console entry point, in this process
+    assert code == 2 and "line 4" in err
+    assert "Traceback" not in err and "Input should be" not in err
     # CONSTRUCTED (vLLM 0.19 formats): a printed KV cache size whose block count no engine accepts
     # (99,999,999,999,984 tokens / 16 per block = 6,249,999,999,999 > 2**32 blocks)
     p.write_text("INFO 04-22 00:03:30 [api_server.py:1] vLLM API server version 0.19.0\n"
@@ -216,7 +213,7 @@ def test_a_log_cut_off_after_the_kv_budget_says_what_was_compared(tmp_path):
     assert d["consistent"] is None and d["skipped"] is None and "51.40 GiB" in d["memory_only"]
 
 
-def test_impossible_capacity_and_unreadable_figures_exit_2_without_a_traceback(tmp_path):
+def test_impossible_capacity_and_unreadable_figures_exit_2_without_a_traceback(tmp_path, cli_entry):
     # the real start-up of constructed_v1_preemptions_at_full_kv.log (its first 6 lines: Llama-3.1-8B-Instruct, vLLM
     # 0.11.0, 51.38 GiB available) and a printed KV cache size of 999,999,999,999 tokens: even the whole H100 holds
     # 40,545 blocks × 16 = 648,720 tokens of this model (see above), so vLLM cannot have printed it
@@ -224,27 +221,25 @@ def test_impossible_capacity_and_unreadable_figures_exit_2_without_a_traceback(t
     p = tmp_path / "edited.log"
     p.write_text(head + "(EngineCore_DP0 pid=312) INFO 11-04 14:58:40 [kv_cache_utils.py:1087] GPU KV cache size: "
                         "999,999,999,999 tokens\n")
-    proc = subprocess.run([sys.executable, "-m", "kvledger.cli.main", "doctor", str(p), "--gpu", "H100"],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert "line 7: GPU KV cache size (tokens) 999,999,999,999 is more than the whole GPU could hold" in proc.stderr
+    code, _, err = cli_entry("doctor", str(p), "--gpu", "H100")  # the console entry point, in this process
+    assert code == 2 and "Traceback" not in err
+    assert "line 7: GPU KV cache size (tokens) 999,999,999,999 is more than the whole GPU could hold" in err
     # "nan GiB" is no figure (Python formats a failed computation so): an error naming the line, not a silent skip
     p.write_text(head.replace("Available KV cache memory: 51.38 GiB", "Available KV cache memory: nan GiB"))
     assert "line 6: 'Available KV cache memory: nan' is not a figure" in _error(p, "--gpu", "H100")
 
 
-def test_a_table_or_json_is_refused_as_not_a_log(tmp_path):
+def test_a_table_or_json_is_refused_as_not_a_log(tmp_path, cli_entry):
     # a CSV of start-ups (the shape of ../shared/data/vllm-startups-0.19/startups.csv): one cell quotes vLLM's
     # "151936 is not divisible by 5"; no line carries vLLM's logger header, and every row has the header's width
     p = tmp_path / "startups.csv"
     p.write_text("log_file,status,vllm_version,error\n"
                  "a.log,ok,v0.19.0,\n"
                  "b.FAILED.log,failed,v0.19.0,AssertionError: 151936 is not divisible by 5\n")
-    proc = subprocess.run([sys.executable, "-m", "kvledger.cli.main", "doctor", str(p)], capture_output=True,
-                          text=True, timeout=120)
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "not_divisible" not in proc.stdout
+    code, out, err = cli_entry("doctor", str(p))  # the console entry point, in this process
+    assert code == 2 and "Traceback" not in err and "not_divisible" not in out
     assert "this is a CSV table (2 rows of 4 columns under a header row: log_file, status, vllm_version, " \
-           "error, …), not a vLLM server log" in " ".join(proc.stderr.split())
+           "error, …), not a vLLM server log" in " ".join(err.split())
     p.write_text('{"num_gpu_blocks": 26306}')
     assert "this is a JSON document, not a vLLM server log" in _error(p)
     # the real headerless posts (v0.6.4_*.log: the messages alone) are still logs
