@@ -6,9 +6,6 @@ for a user's own fitted front-end latency; a stopped probe's range never printed
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -35,12 +32,18 @@ def _damaged(tmp_path: Path, edit) -> str:
     return str(f)
 
 
-def _err(args: list[str]) -> str:
-    """stderr of the command run as a user runs it (the error line is main's, exit 2, no traceback)."""
-    p = subprocess.run([sys.executable, "-m", "kvledger.cli.main", *args], capture_output=True, text=True,
-                       env={**os.environ, "COLUMNS": "400"})
-    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
-    return " ".join(p.stderr.split())
+@pytest.fixture
+def err_of(cli_entry, monkeypatch):
+    """stderr of the command run through the console entry point (kvledger.cli.main.run, in this process, on a
+    400-column console): the error line is main's, exit 2, no traceback."""
+    monkeypatch.setenv("COLUMNS", "400")
+
+    def call(args: list[str]) -> str:
+        code, _, err = cli_entry(*args)
+        assert code == 2 and "Traceback" not in err, err
+        return " ".join(err.split())
+
+    return call
 
 
 @pytest.mark.parametrize("edit, words", [
@@ -53,10 +56,10 @@ def _err(args: list[str]) -> str:
     (lambda lat: lat["request_latency"].__setitem__("mean", 2.0),
      "successes.latency.request_latency: mean 2 s lies outside min"),
 ])
-def test_impossible_aggregates_refused_alike_by_goodput_validate_and_calibrate(tmp_path, edit, words):
+def test_impossible_aggregates_refused_alike_by_goodput_validate_and_calibrate(tmp_path, edit, words, err_of):
     f = _damaged(tmp_path, edit)
-    msgs = [_err(["goodput", f, "--slo", "ttft=1s"]), _err(["validate", f, *VAL]),
-            _err(["calibrate", f, *VAL, "--out", str(tmp_path / "p.json")])]
+    msgs = [err_of(["goodput", f, "--slo", "ttft=1s"]), err_of(["validate", f, *VAL]),
+            err_of(["calibrate", f, *VAL, "--out", str(tmp_path / "p.json")])]
     assert all(words in m for m in msgs) and len(set(msgs)) == 1, msgs
     assert not (tmp_path / "p.json").exists()
     with pytest.raises(FormatError, match="damaged file|cannot be negative"):
@@ -97,9 +100,9 @@ def _own_profile(tmp_path: Path, frontend_s: float | None) -> str:
     return str(f)
 
 
-def test_user_text_is_not_rendered_as_an_emoji_and_the_error_says_what_to_pass(tmp_path):
+def test_user_text_is_not_rendered_as_an_emoji_and_the_error_says_what_to_pass(tmp_path, err_of):
     mine = _own_profile(tmp_path, 0.0123)
-    out = _err(["validate", str(IP / "stage_0_lifecycle_metrics.json"), *VAL, "--gpu-profile", mine,
+    out = err_of(["validate", str(IP / "stage_0_lifecycle_metrics.json"), *VAL, "--gpu-profile", mine,
                 "--client-latency", "profile:x"])
     assert "profile:x:" in out and "❌" not in out  # rich read ":x:" as an emoji
     assert f"its own fitted latency (fit.frontend_s, 12.3 ms) is read with --client-latency profile:{mine}" in out
