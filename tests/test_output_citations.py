@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import functools
 import re
 from pathlib import Path
 
@@ -24,11 +25,12 @@ def _docstring_ids(tree: ast.AST) -> set[int]:
     return {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
 
 
-def _printed_strings(path: Path) -> list[tuple[int, str]]:
+@functools.cache  # the two scans below read the same files: each parsed once
+def _printed_strings(path: Path) -> tuple[tuple[int, str], ...]:
     tree = ast.parse(path.read_text())
     skip = _docstring_ids(tree)
-    return [(n.lineno, n.value) for n in ast.walk(tree)
-            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in skip]
+    return tuple((n.lineno, n.value) for n in ast.walk(tree)
+                 if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in skip)
 
 
 def test_no_output_string_cites_the_repository_docs():
