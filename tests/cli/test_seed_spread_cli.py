@@ -4,11 +4,12 @@ a banded figure."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 import pytest
-from cli_run import MODEL, cli_json, refused, run_cli
+from cli_run import MODEL, cli_json, refused, run_cli, strict_json_file
 
 from kvledger.analyses.serving.seed_spread import SEED_FREE_NOTE, SPREAD_KEYS
 
@@ -115,17 +116,21 @@ SEARCH = ["goodput", "--simulate", MODEL, "--gpu", "H100", *FLAT, "--prompt-leng
           "fixed:128", "--num-requests", "200", "--slo", "ttft=100ms,tpot=20ms", "--target", "0.9", "--axis", "rate"]
 
 
-def test_the_capacity_per_seed_is_each_seeds_own_search():
-    doc = cli_json(*SEARCH, "--seeds", "3")
+def test_the_capacity_per_seed_is_each_seeds_own_search(tmp_path):
+    # the three seeds' searches run once: the text on stdout, the --json document in --out's file (the same text)
+    res = run_cli(*SEARCH, "--seeds", "3", "--out", str(tmp_path / "seeds.json"))
+    assert res.exit_code == 0, res.output
+    doc = strict_json_file(tmp_path / "seeds.json")
     alone = [cli_json(*SEARCH, "--seed", str(s))["boundary"]["boundary_value"] for s in (0, 1, 2)]
     assert doc["boundary"]["boundary_value"] == alone[0]  # the reported search is the first seed's
     assert doc["seed_boundaries"] == [{"seed": s, "boundary_value": v} for s, v in zip((0, 1, 2), alone)]
     assert doc["seed_spread"]["boundary_value"] == {"min": min(alone), "max": max(alone), "n_seeds": 3}
-    text = " ".join(run_cli(*SEARCH, "--seeds", "3").output.split())
+    text = " ".join(res.output.split())
     assert f"{alone[0]:g} req/s (seeds 0–2: {min(alone):g}–{max(alone):g} req/s;" in text
     # one seed: the search's output as before, the spread's keys null (there, as simulate writes seed_spread)
-    assert run_cli(*SEARCH, "--seeds", "1", "--json").output == run_cli(*SEARCH, "--json").output
-    one = cli_json(*SEARCH)
+    plain = run_cli(*SEARCH, "--json")
+    assert run_cli(*SEARCH, "--seeds", "1", "--json").output == plain.output and plain.exit_code == 0
+    one = json.loads(plain.stdout, parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))
     assert one["seed_spread"] is None and one["seed_boundaries"] is None
 
 
