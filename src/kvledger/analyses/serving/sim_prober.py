@@ -158,8 +158,10 @@ class SimProber:
         if self.tier is not None:  # simulate's tier run, from the disk store where on (tier_runs)
             from kvledger.analyses.serving.tier_runs import simulate_with_tier
 
+            # the probe's attainment is the run with the tier's: its twin without the tier is not run (the
+            # comparison is shown at one rate, as goodput --simulate with tier flags runs it)
             sim, self.tier_reports[float(value)] = simulate_with_tier(args, self.tier, self.synthetic,
-                                                                      record_token_times=token_times)
+                                                                      record_token_times=token_times, compare=False)
             return sim
         if (shared := _SHARED.get()) is None:
             return simulate_run(args, self.synthetic, record_token_times=token_times, stop=stop)

@@ -151,6 +151,8 @@ class SimTierReport:
         hbm_hit_rate_without_tier: HBM's hit rate without the tier. occupancy_units: (arrival s, host units held).
         judgment: whether the tier adds hits, and why not (``analyses.judgments.offload_verdict.tier_judgment``: the
             workload's reusable prefix tokens, the run's overload).
+        The three figures of the run without the tier are None where it was not run (a capacity search's probe,
+        ``sim_tiers.run_with_tier``'s ``compare`` False; ``source`` says so): such a report is never shown whole.
         rules: the host tier's opt-in rules in the run, with their sources (``sim_rules``; None: none on).
         resume: what preempted requests got back per tier when they resumed (``TierStats.resume``; None: no
             preemption, or SGLang's tier).
@@ -166,9 +168,9 @@ class SimTierReport:
     per_tier: tuple[TierRow, ...]
     prompt_tokens: int
     ttft_s_with_tier: LatencyStats
-    ttft_s_without_tier: LatencyStats
-    hbm_hit_rate_without_tier: float
-    judgment: dict[str, Any]
+    ttft_s_without_tier: LatencyStats | None
+    hbm_hit_rate_without_tier: float | None
+    judgment: dict[str, Any] | None
     occupancy_units: tuple[tuple[float, int], ...] = field(default_factory=tuple)
     rules: dict[str, Any] | None = None
     resume: ResumeStats | None = None

@@ -47,6 +47,8 @@ __all__ = ["SimTierReport", "host_tier_for", "run_with_tier", "prepare_sessions"
 SESSION_SEGMENT_TOKENS = 64
 DEFAULT_SESSIONS = 200  # as `kvledger offload --sessions`
 DEFAULT_SESSION_RATE = 0.2  # session starts per second, as `kvledger offload --session-rate`
+#: the source of a tier report run without its twin (``run_with_tier``'s ``compare`` False)
+WITH_TIER_ONLY = "kvledger.dynamics.offload_sim.simulate_offload (the run with the tier alone)"
 
 _RULES = {
     "vllm": "vLLM OffloadingConnector: write-through store of every completed block, prompt and generated; the "
@@ -117,9 +119,11 @@ def _rule(engine: str, tiers: TierSettings, host: HostTier) -> str:
 
 
 def run_with_tier(setup: SimSetup, tiers: TierSettings, *, record_steps: bool = False,
-                  record_token_times: bool = True) -> tuple[SimResult, SimTierReport]:
+                  record_token_times: bool = True, compare: bool = True) -> tuple[SimResult, SimTierReport]:
     """Run ``setup`` with the host tier ``tiers`` give and once without it (``simulate_offload``); the result with
-    the tier (its records are the run's) and the tier report.
+    the tier (its records are the run's) and the tier report. ``compare`` False: the run with the tier alone (a
+    capacity search's probe: its attainment is the run with the tier's), the report without the figures the run
+    without it gives (its TTFT and HBM hit rate, and the judgment that compares them: None).
 
     Raises:
         InputError: see :func:`host_tier_for`; prefix caching off; settings the tier is not modelled for.
@@ -127,18 +131,22 @@ def run_with_tier(setup: SimSetup, tiers: TierSettings, *, record_steps: bool = 
     host, tp, unit = host_tier_for(setup, tiers)
     run = simulate_offload(setup.workload, setup.config, setup.cost, host, num_replicas=setup.replicas,
                            router=setup.router, record_steps=record_steps, record_token_times=record_token_times,
-                           model=setup.model_name, hardware=setup.gpu_name)
+                           model=setup.model_name, hardware=setup.gpu_name, compare=compare)
     s = run.tiers
     engine = setup.plan.settings.engine
     name = host_unit_name(setup.config.prefix_caching_policy == "sglang", host.chunk_tokens)
-    with_s, without_s = run.with_offload.summary.ttft_s, run.without_offload.summary.ttft_s
-    ttft_with, ttft_without = asdict(with_s), asdict(without_s)
-    judged = tier_judgment(s, ttft_with, ttft_without, reusable_tokens=reusable_prefix_tokens(setup.workload),
-                           overload=_overload(setup, run.with_offload.records), host_unit=(name, unit))
+    with_s, base = run.with_offload.summary.ttft_s, run.without_offload
+    without_s, judged = None, None
+    if base is not None:
+        without_s = base.summary.ttft_s
+        judged = tier_judgment(s, asdict(with_s), asdict(without_s),
+                               reusable_tokens=reusable_prefix_tokens(setup.workload),
+                               overload=_overload(setup, run.with_offload.records), host_unit=(name, unit))
     rep = SimTierReport(engine, setup.plan.memory.engine_version, _rule(engine, tiers, host), tp,
                         SimHostTier.of(host, unit, name, setup.replicas), tier_rows(s, unit, name), s.prompt_tokens,
-                        with_s, without_s, run.without_offload.summary.prefix_cache_hit_rate, judged, s.occupancy,
-                        rules=sim_rules(host), resume=s.resume)
+                        with_s, without_s, None if base is None else base.summary.prefix_cache_hit_rate, judged,
+                        s.occupancy, rules=sim_rules(host), resume=s.resume,
+                        **({} if base is not None else {"source": WITH_TIER_ONLY}))
     return run.with_offload, rep
 
 
