@@ -113,6 +113,7 @@ def test_goodput_with_a_host_tier_is_the_command_s_run_and_carries_the_same_tier
     assert g.kv_tiers.to_dict() == kvledger.simulate(L8, "H100", **kw).kv_tiers.to_dict()
     assert g.kv_tiers.tier("host_dram").hit_tokens == 1024
     assert kvledger.goodput(L8, "H100", slo="ttft=1s", num_requests=5, cache=False).kv_tiers is None
-    with pytest.raises(InputError, match=r"^kvledger\.goodput: target searches the SLO boundary without a host KV "
-                                         r"tier .*drop target to measure"):
-        kvledger.goodput(L8, "H100", slo="ttft=1s", target=0.9, cache=False, **kw)
+    # a target with the tier searches the request rate with it (tests/cli/test_goodput_tier_target.py), not another axis
+    with pytest.raises(InputError, match=r"^kvledger\.goodput: target with KV tier flags searches the request rate "
+                                         r".*drop axis, or the tier flags"):
+        kvledger.goodput(L8, "H100", slo="ttft=1s", target=0.9, axis="concurrency", cache=False, **kw)

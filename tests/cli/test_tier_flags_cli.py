@@ -125,7 +125,9 @@ def test_goodput_simulate_runs_the_host_tier_as_simulate_does():
 
 
 @pytest.mark.parametrize(("extra", "words"), [
-    (["--target", "0.9"], "--target searches the SLO boundary without a host KV tier"),
+    # --target with tier flags searches the rate with the tiers beside the rate without them (one seed)
+    (["--target", "0.9", "--axis", "concurrency"], "--target with KV tier flags searches the request rate"),
+    (["--target", "0.9", "--seeds", "2"], "--seeds with KV tier flags: the capacity with the tiers is searched"),
     (["--policy", "sglang"], "--kv-offloading-size is a vLLM flag; with --policy sglang"),
     (["--eviction-policy", "mru"], "--eviction-policy must be lru or arc"),
 ])

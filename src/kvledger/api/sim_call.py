@@ -199,8 +199,8 @@ def goodput(model: str, gpu: str, *, slo: str, target: float | None = None, axis
     once per seed for ``seeds`` > 1, as ``--lo``, ``--hi``, ``--tol`` and ``--seeds``. The workload and engine
     settings are ``simulate``'s, by the same names; left None, the command's default. ``workload`` ("chat" or
     "agent"), ``sessions`` and ``session_rate`` are ``--workload``, ``--sessions`` and ``--session-rate``: multi-turn
-    sessions instead of a trace, as the command draws them; the host KV tier parameters are ``simulate``'s (one run,
-    no ``target``, as the command).
+    sessions instead of a trace, as the command draws them; the host KV tier parameters are ``simulate``'s (with
+    ``target``: the rate searched with the tiers, the capacity without them beside it, as the command).
 
     ``cache``: read and keep each simulation in the on-disk store (``$KVLEDGER_CACHE_DIR``, else
     ``~/.cache/kvledger``), as the command does unless ``KVLEDGER_NO_CACHE`` is set; False neither reads nor writes it.
@@ -223,6 +223,9 @@ def goodput(model: str, gpu: str, *, slo: str, target: float | None = None, axis
 def _goodput_run(model: str, gpu: str, values: dict[str, Any], slo: str, search: tuple) -> GoodputResult:
     """One simulated run's goodput, or with a target the boundary search (``search``: target, axis, lo, hi, tol,
     seeds), as ``goodput_cmd``'s ``--simulate`` runs them."""
+    from functools import partial
+
+    from kvledger.analyses.serving.report_tier_capacity import search_with_tier
     from kvledger.analyses.serving.sim_boundary import PROBE_NUM_REQUESTS, normalize_axis
     from kvledger.analyses.serving.sim_goodput import (
         simulated_goodput,
@@ -249,13 +252,10 @@ def _goodput_run(model: str, gpu: str, values: dict[str, Any], slo: str, search:
                simulated_goodput_with_tier(args, the_slo, tier, synthetic))
         doc = python_document(goodput_document([to_jsonable(x) for x in run.lines()]), _GOODPUT_PARAMS)
         return GoodputResult(doc, run.result, run.tiers)
-    if tier is not None:  # the command's words (goodput_cmd._simulated), its flags read as parameters
-        raise InputError("--target searches the SLO boundary without a host KV tier (its probes do not run the tier's "
-                         "rules); drop --target to measure one run's goodput with the tier, or compare tiers at "
-                         "capacity with kvledger search --offload")
-    args, synthetic = _sim_request(model, gpu, values, PROBE_NUM_REQUESTS, sessions, (target, axis))
-    found = simulated_goodput_search(args, the_slo, target, axis, lo=lo, hi=hi, tol=tol, synthetic=synthetic,
-                                     seeds=seeds)
+    args, synthetic = _sim_request(model, gpu, values, PROBE_NUM_REQUESTS, sessions, (target, axis), tier)
+    check_tier_sizes(tier, args.gpu, args.tp)
+    search = simulated_goodput_search if tier is None else partial(search_with_tier, tier=tier)  # as goodput_cmd
+    found = search(args, the_slo, target, axis, lo=lo, hi=hi, tol=tol, synthetic=synthetic, seeds=seeds)
     return GoodputResult(python_document(goodput_document([to_jsonable(x) for x in found.lines()]), _GOODPUT_PARAMS),
                          found.search)
 

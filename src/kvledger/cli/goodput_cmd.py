@@ -30,6 +30,7 @@ from kvledger.report.goodput_view import print_sources as _print_sources
 from kvledger.report.plotfile import check_plot_path, save_plot
 from kvledger.report.progress import working
 from kvledger.report.step_cost_view import print_step_cost_warnings
+from kvledger.report.tier_capacity_text import print_tier_capacity
 
 __all__ = ["register"]
 
@@ -49,6 +50,9 @@ def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineF
                tiers: TierFlags, seeds: int = 1, dp: Any = None) -> tuple[list[str], Any]:
     """(JSON lines, what to print) for --simulate: one run (with a host tier when tier flags are given), or the boundary
     search with --target (``seeds`` > 1: per seed, the range over them); ``dp``: DP ranks (``dp_flags.with_dp``)."""
+    from functools import partial
+
+    from kvledger.analyses.serving.report_tier_capacity import search_with_tier
     from kvledger.analyses.serving.sim_boundary import PROBE_NUM_REQUESTS
     from kvledger.analyses.serving.sim_goodput import (
         simulated_goodput,
@@ -71,17 +75,15 @@ def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineF
             run = (simulated_goodput(args, the_slo, synthetic) if tier is None else
                    simulated_goodput_with_tier(args, the_slo, tier, synthetic))
         return [strict_json.dumps(to_jsonable(x)) for x in run.lines()], (run.result, run.sim, run.tiers)
-    if tier is not None:
-        raise InputError("--target searches the SLO boundary without a host KV tier (its probes do not run the tier's "
-                         "rules); drop --target to measure one run's goodput with the tier, or compare tiers at "
-                         "capacity with kvledger search --offload")
     args, synthetic = goodput_request(model, gpu, groups, target, axis, num_requests_default=PROBE_NUM_REQUESTS)
-    args, (lo, hi, tol) = with_dp(args, dp), bounds
+    args, (lo, hi, tol) = with_hicache(with_dp(args, dp, "the host KV tier flags" if tier else None), tier), bounds
+    check_tier_sizes(tier, args.gpu, args.tp)
     each = f", the search once per seed ({seeds} seeds)" if seeds > 1 else ""
-    with working(f"searching the SLO boundary on {axis} (one simulation per probe{each})"):
-        found = simulated_goodput_search(args, the_slo, target, axis, lo=lo, hi=hi, tol=tol, synthetic=synthetic,
-                                         seeds=seeds)
-    return [strict_json.dumps(to_jsonable(x)) for x in found.lines()], found.search
+    with working(f"searching the SLO boundary on {axis} (one simulation per probe{each}" +
+                 ("; without the KV tiers, then with them)" if tier else ")")):
+        search = simulated_goodput_search if tier is None else partial(search_with_tier, tier=tier)
+        found = search(args, the_slo, target, axis, lo=lo, hi=hi, tol=tol, synthetic=synthetic, seeds=seeds)
+    return [strict_json.dumps(to_jsonable(x)) for x in found.lines()], found
 
 
 def _from_files(files: list[Path], fmt: str | None, groups: tuple, the_slo: Any, target: float | None, axis: str,
@@ -114,7 +116,7 @@ def _boundary_figure(shown: Any, simulated: bool) -> Any:
     from kvledger.report.judgment_figures import boundary_figure
 
     if simulated:
-        sb = shown
+        sb = shown.search
         pts = [(p.value, p.attainment, p.goodput_req_per_s) for p in sb.probes]
         return boundary_figure(pts, sb.axis, sb.target, sb.boundary.boundary_value, measured=False)
     _results, b = shown
@@ -220,7 +222,7 @@ def _no_capacity(shown: Any, simulated: bool, target: float | None) -> bool:
     """Whether --target found no load meeting it (no SLO capacity): exit 1, as ``cost`` does (README, exit status)."""
     if target is None:
         return False
-    b = shown.boundary if simulated else shown[1]
+    b = shown.search.boundary if simulated else shown[1]
     return b.boundary_value is None
 
 
@@ -287,8 +289,9 @@ def _print(shown: Any, simulated: bool, target: float | None, slo_text: Any) -> 
 
             render_sim_tiers(tier_report, Console(emoji=False), sessions=False)
     else:
-        print_step_cost_warnings(shown.first_run)
-        _print_search(shown, slo_text)
+        print_step_cost_warnings(shown.search.first_run)
+        _print_search(shown.search, slo_text)
+        print_tier_capacity(shown.tier_capacity)  # with tier flags: the capacity without them beside
 
 
 def register(app: typer.Typer) -> None:

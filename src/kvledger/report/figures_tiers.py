@@ -13,8 +13,8 @@ from typing import Any
 
 from kvledger.analyses.serving.doc_pool_hits import pool_note
 from kvledger.analyses.serving.report_data import ReportData
-from kvledger.report.decision_view import capacity_band_clause
 from kvledger.report.figure import Figure, new_axes
+from kvledger.report.tier_capacity_text import tier_capacity_text
 from kvledger.report.tier_verdict import tier_verdict_line
 
 __all__ = ["kv_tier_hits"]
@@ -54,31 +54,12 @@ def _with_without(sec: dict[str, Any]) -> str:
 
 
 def _capacities(sec: dict[str, Any]) -> str:
-    """The SLO capacity without the tiers → with them (the search run again with the tiers in every probe), their
-    80% bands, the tiers' shares at the capacity with them, and whether the difference is inside the band."""
+    """The SLO capacity without the tiers → with them (``tier_capacity.tier_capacity_text``), the cost's clause after
+    a difference outside the band."""
     c = sec.get("capacity")
     if c is None:
         return ""
-    wo, w = c["without_tier"], c["with_tier"]
-    head = (f" SLO capacity (≥ {c['target']:.0%} of requests within the SLO), the same search with the tiers in every "
-            "probe (goodput --simulate's run with the tier flags at each rate): ")
-    if w is None:
-        low = min(p[0] for p in c["probes_with_tier"])
-        return head + (f"{wo['sized_on_req_per_s']:,.4g} req/s without the tiers; with them no rate down to "
-                       f"{low:g} req/s meets the target (their loads delay TTFT).")
-    found = ("" if w["sized_on_req_per_s"] == w["slo_capacity_req_per_s"] else
-             f", sized on the deployment's capacity bound; {w['slo_capacity_req_per_s']:,.4g} req/s found")
-    shares = ", ".join(f"{t} {_share(h)}" for t, h in w["hit_share"].items())
-    verdict = ("no measured band stands for this regime, so whether the difference matters is not judged"
-               if c["inside_band"] is None else
-               "the difference is inside the band of the capacity without them: the tiers do not change the decision"
-               if c["inside_band"] else
-               "the difference is outside the band of the capacity without them: the tiers change the capacity the "
-               "decision rests on (the cost above prices the capacity without them)")
-    return head + (f"{wo['sized_on_req_per_s']:,.4g} req/s without the tiers{capacity_band_clause(wo, False)} → "
-                   f"{w['sized_on_req_per_s']:,.4g} req/s with them{capacity_band_clause(w, False)}{found}; the share "
-                   f"of prompt tokens each tier served at {w['slo_capacity_req_per_s']:,.4g} req/s: {shares}; "
-                   f"{verdict}.")
+    return " " + tier_capacity_text(c, " (the cost above prices the capacity without them)")
 
 
 def _caption(data: ReportData, sec: dict[str, Any], rows: list[dict[str, Any]]) -> str:

@@ -1,8 +1,9 @@
-"""The SLO capacity with the KV tiers in ``kvledger report``'s KV tiers section: the capacity search ``cost
---simulate`` runs (``sim_boundary.search_sim_boundary`` on the request rate, the same seeded workload, SLO and target,
-from 1 req/s), each probe ``goodput --simulate``'s run with the tier flags (``tier_runs.simulate_with_tier``: the tier
-built by ``sim_tiers.host_tier_for`` as ``simulate`` builds it, the step cost and ``--gpu-profile`` the run's own), set
-beside the capacity found without the tiers.
+"""The SLO capacity with the KV tiers, beside the one without them: in ``kvledger report``'s KV tiers section and in
+``goodput --simulate … --target`` with tier flags. The capacity search ``cost --simulate`` runs
+(``sim_boundary.search_sim_boundary`` on the request rate, the same seeded workload, SLO and target, from 1 req/s),
+each probe ``goodput --simulate``'s run with the tier flags (``tier_runs.simulate_with_tier``: the tier built by
+``sim_tiers.host_tier_for`` as ``simulate`` builds it, the step cost and ``--gpu-profile`` the run's own; the run
+with the tier alone, its twin without the tier not run: the probe's attainment is the run with the tier's).
 
 The tier flags in ``report`` ask what the tiers would change: the cost, the verdict and the headline stay on the
 capacity without them (``cost --simulate``'s); this states the capacity with them, both sized as ``cost`` sizes them
@@ -14,12 +15,44 @@ inside the band of the capacity without them (then the tiers do not change the d
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["tier_capacity", "METHOD"]
+__all__ = ["tier_capacity", "capacity_block", "search_with_tier", "WithoutTier", "METHOD"]
 
 METHOD = ("kvledger.analyses.serving.sim_boundary.search_sim_boundary on request_rate, each probe goodput --simulate's "
           "run with the tier flags (analyses/serving/tier_runs.py)")
+
+#: the first note of ``search_with_tier``'s search: whose capacity its answer is
+WITH_TIERS_NOTE = ("every probe runs with the KV tiers the flags give (the run with the tiers alone): the capacity "
+                   "above is with them; the same search without them is beside it (KV tiers; JSON kv_tier_capacity)")
+
+
+@dataclass(frozen=True)
+class WithoutTier:
+    """The capacity without the tiers the block sets the one with them beside: the target, the rate found and the rate
+    sized on (req/s; None: no rate met the target), the 80% band of the rate sized on (None: none stands), and the
+    deployment's capacity bound (req/s; None: none proven)."""
+
+    target: float
+    rate_req_per_s: float | None
+    sizing_req_per_s: float | None
+    error_band: Any
+    bound_req_per_s: float | None
+
+    @classmethod
+    def of_capacity(cls, cap: Any) -> WithoutTier:
+        """From ``cost --simulate``'s ``sim_capacity.SimCapacity`` (the report's)."""
+        return cls(cap.search.target, cap.rate_req_per_s, cap.sizing_req_per_s, cap.error_band, cap.bound_req_per_s)
+
+    @classmethod
+    def of_search(cls, sb: Any) -> WithoutTier:
+        """From ``goodput --simulate --target``'s ``sim_boundary.SimBoundary`` (its bound and bands set as
+        ``sim_goodput.simulated_goodput_search`` sets them): sized on the bound where it caps the rate found."""
+        found, bound = sb.boundary.boundary_value, sb.capacity_bound_req_per_s
+        sized = found if found is None or bound is None else bound
+        band = sb.sized_error_band if bound is not None else sb.error_band
+        return cls(sb.target, found, sized, band, sb.bound_req_per_s)
 
 
 def _band(band: Any) -> dict[str, Any] | None:
@@ -36,16 +69,25 @@ def tier_capacity(args: Any, tier: Any, synthetic: Any, slo: Any, without: Any) 
     Raises:
         InputError: a simulation that cannot run with the tiers (as ``goodput --simulate`` refuses it).
     """
-    from kvledger.analyses.serving.capacity_bands import capacity_band
     from kvledger.analyses.serving.sim_boundary import search_sim_boundary
-    from kvledger.analyses.serving.work_bounds import capped
 
     target = without.search.target
     sb = search_sim_boundary(dataclasses.replace(args, rate=None), slo, target, "request_rate", synthetic=synthetic,
                              tier=tier)
+    return capacity_block(sb, slo, WithoutTier.of_capacity(without))
+
+
+def capacity_block(sb: Any, slo: Any, without: WithoutTier) -> dict[str, Any]:
+    """The block (report's ``kv_tiers.capacity``, goodput's ``kv_tier_capacity``) of the search with the tiers ``sb``
+    (``SimBoundary``, request rate) beside ``without``: both capacities, their bands, the tiers' hit shares at the
+    capacity with them and whether the difference lies inside the band of the one without (None: no band, or no
+    capacity without them)."""
+    from kvledger.analyses.serving.capacity_bands import capacity_band
+    from kvledger.analyses.serving.work_bounds import capped
+
     wo_band = without.error_band
     out: dict[str, Any] = {
-        "method": METHOD, "target": target,
+        "method": METHOD, "target": without.target,
         "without_tier": {"slo_capacity_req_per_s": without.rate_req_per_s,
                          "sized_on_req_per_s": without.sizing_req_per_s, "error_band": _band(wo_band)},
         "probes_with_tier": [[p.value, p.attainment, p.meets_target] for p in sb.probes]}
@@ -62,3 +104,32 @@ def tier_capacity(args: Any, tier: Any, synthetic: Any, slo: Any, without: Any) 
                         "hit_share": {r.tier: r.hit_rate for r in rows}}
     out["inside_band"] = None if wo_band is None else bool(wo_band.low <= sized <= wo_band.high)
     return out
+
+
+def search_with_tier(args: Any, slo: Any, target: float, axis: str, tier: Any, *, lo: float | None = None,
+                     hi: float | None = None, tol: float | None = None, synthetic: Any = None,
+                     seeds: int = 1) -> Any:
+    """``goodput --simulate … --target`` with tier flags: the search without the tiers, then the same search with
+    them (``sim_goodput.simulated_goodput_search`` both, the same bracket and resolution), the one with them returned
+    (its probes, boundary, band and notes) with ``tier_capacity`` set to ``capacity_block`` of the two.
+
+    Raises:
+        InputError: an axis other than the request rate (the bands and the block are the rate's), ``seeds`` above 1,
+            or what either search refuses.
+    """
+    from kvledger.analyses.serving.sim_boundary import normalize_axis
+    from kvledger.analyses.serving.sim_goodput import simulated_goodput_search
+    from kvledger.errors import InputError
+
+    if normalize_axis(axis) != "request_rate":
+        raise InputError(f"--target with KV tier flags searches the request rate (the capacity with the tiers beside "
+                         f"the one without, with their 80% bands), not {axis}: drop --axis, or the tier flags")
+    if seeds != 1:
+        raise InputError("--seeds with KV tier flags: the capacity with the tiers is searched for one seed; drop "
+                         "--seeds, or the tier flags to see the capacity's range over seeds")
+    kw = {"lo": lo, "hi": hi, "tol": tol, "synthetic": synthetic}
+    without = simulated_goodput_search(args, slo, target, "request_rate", **kw)
+    found = simulated_goodput_search(args, slo, target, "request_rate", tier=tier, **kw)
+    block = capacity_block(found.search, slo, WithoutTier.of_search(without.search))
+    found.search.notes.insert(0, WITH_TIERS_NOTE)
+    return dataclasses.replace(found, tier_capacity=block)

@@ -140,6 +140,11 @@ class BoundaryLine:
     sized_error_band: CapacityBand | None = None
     """Where the capacity bound caps the rate found: the band of the bound, the rate ``cost --simulate`` and
     ``search`` size on, as they band it (``capacity_bands.capacity_band``); None (null) otherwise."""
+    kv_tier_capacity: dict[str, Any] | None = None
+    """With tier flags: the capacity without the tiers beside the one searched with them
+    (``report_tier_capacity.capacity_block``, report's ``kv_tiers.capacity``); the key is absent without them."""
+
+    __json_optional__ = ("kv_tier_capacity",)
 
     # every key is there, null where it does not apply (one seed, a steady boundary, …), as cost --json writes them
 
@@ -150,6 +155,7 @@ class SimGoodputSearch:
 
     search: SimBoundary
     not_steady: Any = None  # the boundary probe's QueueGrowth or ShortRun (boundary_steadiness), None when it held
+    tier_capacity: dict[str, Any] | None = None  # with tier flags: report_tier_capacity.capacity_block, else None
 
     def lines(self) -> list[Any]:
         """One ``ProbeLine`` per probe, in probe order, then the ``BoundaryLine``."""
@@ -162,7 +168,8 @@ class SimGoodputSearch:
         spread = sb.seed_spread
         return out + [BoundaryLine(figures, sb.probes, sb.provenance, sb.notes, sb.error_band, spread,
                                    None if spread is None else spread.boundaries(), self.not_steady,
-                                   sb.attainment_ceiling, sb.rejections, sb.idle_edge, sb.sized_error_band)]
+                                   sb.attainment_ceiling, sb.rejections, sb.idle_edge, sb.sized_error_band,
+                                   self.tier_capacity)]
 
 
 def simulated_goodput(args: SimRequestArgs, slo: SLO, synthetic: SyntheticSpec | None = None) -> SimGoodputRun:
@@ -191,12 +198,14 @@ def simulated_goodput_with_tier(args: SimRequestArgs, slo: SLO, tiers: Any,
 
 def simulated_goodput_search(args: SimRequestArgs, slo: SLO, target: float, axis: str, *, lo: float | None = None,
                              hi: float | None = None, tol: float | None = None,
-                             synthetic: SyntheticSpec | None = None, seeds: int = 1) -> SimGoodputSearch:
-    """``sim_boundary.search_sim_boundary``, with the 80% capacity band of its boundary on the request-rate axis;
+                             synthetic: SyntheticSpec | None = None, seeds: int = 1,
+                             tier: Any = None) -> SimGoodputSearch:
+    """``sim_boundary.search_sim_boundary`` (``tier``: each probe with the KV tiers, ``SimProber``'s), with the 80%
+    capacity band of its boundary on the request-rate axis;
     ``seeds`` > 1 repeats the whole search with seeds ``args.seed + 1`` … after the first, one after the other, and
     attaches each seed's capacity and their min–max (``seed_spread.capacity_spread``); the reported search, its
     probes and band stay the first seed's."""
-    sb = search_sim_boundary(args, slo, target, axis, lo=lo, hi=hi, tol=tol, synthetic=synthetic)
+    sb = search_sim_boundary(args, slo, target, axis, lo=lo, hi=hi, tol=tol, synthetic=synthetic, tier=tier)
     if seeds > 1:
         from dataclasses import replace
 
