@@ -65,8 +65,8 @@ SIM_DP = GroupUse(SimDataParallelFlags, first_spelling=True)
 @dataclass(frozen=True, slots=True)
 class SearchDataParallelFlags:
     """``kvledger search``'s DP axis: vLLM's --data-parallel-size values for a MoE model (each above 1 a candidate of
-    DP ranks in lock-step with --enable-expert-parallel: analyses/search/dp_axis.py); SGLang's DP attention with --engine
-    sglang only (cli/search_engine.py)."""
+    DP ranks in lock-step with --enable-expert-parallel: analyses/search/dp_axis.py); SGLang's DP attention with
+    --engine sglang only (cli/search_engine.py)."""
 
     data_parallel_size: str | None = flag("--data-parallel-size", "--dp-size", "-dp", help=(
         "DP sizes to try for a MoE model, e.g. 1,8: each N above 1 adds candidates of N vLLM DP ranks of TP GPUs "
