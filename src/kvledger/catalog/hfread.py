@@ -18,8 +18,10 @@ from typing import Any
 
 from kvledger.catalog.cfg import Cfg
 
-__all__ = ["read_text_config", "hf_defaults_source"]
+__all__ = ["read_text_config", "hf_defaults_source", "CLASS_DEFAULTS_NOTE"]
 
+# The start of the note on a sizing field absent from the file and taken from the transformers class default.
+CLASS_DEFAULTS_NOTE = "absent from the config, filled with transformers'"
 _DEFAULTS_FILE = resources.files("kvledger.catalog") / "data" / "hf_config_defaults.json"
 
 # Names different families give the same quantity, canonical name first. The first present wins.
@@ -135,6 +137,5 @@ def read_text_config(raw: dict[str, Any], source: str) -> tuple[Cfg, list[str]]:
         if keys:
             mt = merged.get("model_type")
             shown = ", ".join(f"{k}={merged[k]!r}" for k in keys)
-            notes.append(f"absent from the config, filled with transformers' {mt} class defaults as vLLM sees them: "
-                         f"{shown}")
+            notes.append(f"{CLASS_DEFAULTS_NOTE} {mt} class defaults as vLLM sees them: {shown}")
     return Cfg(merged, source, prefix), notes

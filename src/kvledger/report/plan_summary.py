@@ -17,6 +17,7 @@ from kvledger.accounting.vllm_kv_auto import KV_AUTO_NOTE
 from kvledger.accounting.vllm_releases import release_lines
 from kvledger.accounting.window_capacity import manager_words, window_words
 from kvledger.catalog.family_base import WARNING_NOTE
+from kvledger.catalog.hfread import CLASS_DEFAULTS_NOTE
 from kvledger.units import GiB, KiB, fmt_low
 
 __all__ = ["summary_lines", "attention_by_context_text", "limit_names", "warning_lines", "ASSUMED_RELEASE",
@@ -153,6 +154,8 @@ def _kv_lines(p: Plan) -> list[str]:
             + [DP_ATTENTION_AT_DP_1_BRIEF] * (_dp_flag_ignored(p) and p.dp_remedy is None)]  # else in the DP note
     out += [f"note: {n}" for n in p.model.notes if n.startswith("model_type ") and ": read " in n]  # an unknown type
     out += [f"note: {n}" for n in p.model.notes if n.startswith("KV per ")]  # a note that qualifies the headline figure
+    # a sizing field the file lacks (layers, heads, ...), taken from the class default: the figures above rest on it
+    out += [f"note: {n}" for n in p.model.notes if n.startswith(CLASS_DEFAULTS_NOTE)]
     if m.kv_free:
         out[0] = (f"KV per token: 0 B per GPU: no layer keeps a KV cache or a state of its own (KV dtype "
                   f"{kv.kv_cache_dtype} does not matter)")

@@ -1,0 +1,28 @@
+"""What a new user's trial of every command found: a config.json missing a sizing field planned on a transformers class
+default that only --verbose named."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+from cli_run import run_cli
+
+
+def test_a_layer_count_absent_from_the_config_is_named_in_the_short_plan(tmp_path):
+    raw = json.loads((resources.files("kvledger.catalog") / "data/models/meta-llama--Meta-Llama-3.1-70B.json")
+                     .read_text())
+    del raw["num_hidden_layers"]  # the file says 80; transformers' LlamaConfig default is 32
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(raw))
+    out = run_cli("plan", str(cfg), "--gpu", "H100-SXM", "--tp", "4").output
+    # 2 (K,V) × 32 layers × 2 KV heads per GPU (8 ÷ TP 4) × 128 head_dim × 2 B = 32,768 B, not the 80 layers' 81,920 B
+    assert "KV per token: 32,768 B" in out
+    assert ("note: absent from the config, filled with transformers' llama class defaults as vLLM sees them: "
+            "num_hidden_layers=32") in out
+    assert "--verbose" in out and len(out.splitlines()) <= 26
+
+
+def test_the_bundled_config_plans_without_that_note():
+    out = run_cli("plan", "meta-llama/Llama-3.1-70B", "--gpu", "H100-SXM", "--tp", "4").output
+    assert "KV per token: 81,920 B" in out and "absent from the config" not in out
