@@ -1,12 +1,13 @@
 """What a new user's trial of every command found: a config.json missing a sizing field planned on a transformers class
-default that only --verbose named."""
+default that only --verbose named, and a misspelt --workload reported as a flag conflict (or, capitalised, refused by
+simulate while offload, goodput and search took it)."""
 
 from __future__ import annotations
 
 import json
 from importlib import resources
 
-from cli_run import run_cli
+from cli_run import MODEL, refused, run_cli
 
 
 def test_a_layer_count_absent_from_the_config_is_named_in_the_short_plan(tmp_path):
@@ -26,3 +27,20 @@ def test_a_layer_count_absent_from_the_config_is_named_in_the_short_plan(tmp_pat
 def test_the_bundled_config_plans_without_that_note():
     out = run_cli("plan", "meta-llama/Llama-3.1-70B", "--gpu", "H100-SXM", "--tp", "4").output
     assert "KV per token: 81,920 B" in out and "absent from the config" not in out
+
+
+def test_a_misspelt_workload_is_named_before_any_flag_conflict():
+    for cmd in (("simulate", MODEL, "--gpu", "H100"),
+                ("goodput", "--simulate", MODEL, "--gpu", "H100", "--slo", "ttft=1s")):
+        msg = refused(*cmd, "--workload", "chatt", "--rate", "5")
+        assert msg == "--workload must be one of chat, agent, got 'chatt'"
+
+
+def test_simulate_takes_a_capitalised_workload_as_offload_does():
+    lower = json.loads(run_cli("simulate", MODEL, "--gpu", "H100", "--workload", "chat", "--sessions", "5",
+                               "--json").stdout)
+    upper = json.loads(run_cli("simulate", MODEL, "--gpu", "H100", "--workload", "Chat", "--sessions", "5",
+                               "--json").stdout)
+    # the same draw: 5 chat sessions of seed 0 send 44 turns, every one finished
+    assert upper["summary"]["num_requests"] == lower["summary"]["num_requests"] == 44
+    assert upper["summary"]["num_finished"] == 44

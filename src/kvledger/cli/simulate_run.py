@@ -87,7 +87,7 @@ def simulate_inputs(model: str, gpu: str, workload: WorkloadFlags, sessions: Ses
     from kvledger.analyses.serving.sim_tiers import session_args
 
     args, cap_source = session_args(args)  # offload's session default when --max-model-len is not given
-    draw = SessionDraw(sessions.session_workload, sessions.sessions, sessions.session_rate)
+    draw = SessionDraw(sessions.session_workload.strip().lower(), sessions.sessions, sessions.session_rate)
     return args, SimPrepare(synthetic, draw, cap_source), tier
 
 

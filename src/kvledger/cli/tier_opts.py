@@ -120,6 +120,10 @@ def check_session_flags(s: SessionFlags, workload: WorkloadFlags) -> bool:
             raise InputError("--sessions and --session-rate describe a session workload; add --workload chat (or "
                              f"agent), or drop {_listed(given)}")
         return False
+    from kvledger.dynamics.workload.sessions import SESSION_SHAPES
+
+    if s.session_workload.strip().lower() not in SESSION_SHAPES:  # the name first: a typo is the error to fix
+        raise InputError(f"--workload must be one of {', '.join(SESSION_SHAPES)}, got {s.session_workload!r}")
     if workload.shared_prefix_tokens is not None:
         from kvledger.dynamics.workload.shared_prefix import shared_prefix_refusal
 
