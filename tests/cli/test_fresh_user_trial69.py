@@ -1,13 +1,14 @@
 """What a new user's trial of every command found: a config.json missing a sizing field planned on a transformers class
 default that only --verbose named, and a misspelt --workload reported as a flag conflict (or, capitalised, refused by
-simulate while offload, goodput and search took it)."""
+simulate while offload, goodput and search took it), and a pair of replicas held to one engine's capacity bound."""
 
 from __future__ import annotations
 
 import json
 from importlib import resources
 
-from cli_run import MODEL, refused, run_cli
+import pytest
+from cli_run import MODEL, cli_json, refused, run_cli
 
 
 def test_a_layer_count_absent_from_the_config_is_named_in_the_short_plan(tmp_path):
@@ -44,3 +45,20 @@ def test_simulate_takes_a_capitalised_workload_as_offload_does():
     # the same draw: 5 chat sessions of seed 0 send 44 turns, every one finished
     assert upper["summary"]["num_requests"] == lower["summary"]["num_requests"] == 44
     assert upper["summary"]["num_finished"] == 44
+
+
+def test_the_capacity_bound_of_two_replicas_is_twice_one_engines():
+    # the work bound R × k ÷ Σ of the k smallest per-request roofline works: one H100 engine keeps pace with at most
+    # 26.31 req/s of azure-conv's first 2,000 requests at 90 %; two replicas behind the router split that work, so
+    # 52.62. Before, the pair's 37 req/s SLO capacity was held against one engine's 26.31 and cost sized on 26.31.
+    args = ("goodput", "--simulate", MODEL, "--gpu", "H100", "--slo", "ttft=200ms,tpot=50ms", "--target", "0.9")
+    one = cli_json(*args)["boundary"]
+    two = cli_json(*args, "--replicas", "2")["boundary"]
+    assert round(one["capacity_bound_req_per_s"], 2) == 26.31
+    assert two["capacity_bound_req_per_s"] == pytest.approx(2 * one["capacity_bound_req_per_s"], rel=1e-12)
+    assert (one["boundary_value"], two["boundary_value"]) == (17.5, 37.0)
+    assert two["sized_on_req_per_s"] is None  # 37 < 52.62: the bound does not cap the pair's capacity
+    out = run_cli("cost", "--simulate", MODEL, "--gpu", "H100", "--slo", "ttft=200ms,tpot=50ms", "--monthly-tokens",
+                  "3e10", "--replicas", "2").output
+    # 3e10 tokens a month at azure-conv's 1,366 tokens a request: 8.334 req/s; ÷ (1 unit × 37 req/s) = 22.5 %
+    assert "÷ (37 req/s SLO capacity × 80%)⌉ = 1; utilization = 8.334 req/s mean ÷ (1 × 37) = 22.5%" in out

@@ -171,8 +171,9 @@ def busy_floor_s(cost: Any, computed: Any, output: Any, target: float) -> tuple[
 
 
 def capacity_bound_req_per_s(args: Any, synthetic: Any, target: float) -> float | None:
-    """The capacity bound of the deployment ``args`` describes, req/s per deployment unit: ``k ÷ Σ of the k smallest
-    w`` (module docstring), shaded up by ``SHADE``; None where none is proven."""
+    """The capacity bound of the deployment ``args`` describes, req/s per deployment unit: ``R × k ÷ Σ of the k
+    smallest w`` (module docstring) for its ``R`` replicas (``args.replicas``: each its own engine, so the busiest of
+    them works at least Σ ÷ R), shaded up by ``SHADE``; None where none is proven."""
     import numpy as np
 
     got = run_lengths(args, synthetic)
@@ -180,7 +181,8 @@ def capacity_bound_req_per_s(args: Any, synthetic: Any, target: float) -> float 
         return None
     cost, p, n, shared = got
     k, busy_s = busy_floor_s(cost, np.ones_like(p) if shared else p, n, target)
-    return k / busy_s * (1 + SHADE) if busy_s > 0 else None
+    replicas = max(1, int(getattr(args, "replicas", 1) or 1))
+    return replicas * k / busy_s * (1 + SHADE) if busy_s > 0 else None
 
 
 def capped(found: float, bound: float | None) -> float:
