@@ -62,3 +62,14 @@ def test_the_capacity_bound_of_two_replicas_is_twice_one_engines():
                   "3e10", "--replicas", "2").output
     # 3e10 tokens a month at azure-conv's 1,366 tokens a request: 8.334 req/s; ÷ (1 unit × 37 req/s) = 22.5 %
     assert "÷ (37 req/s SLO capacity × 80%)⌉ = 1; utilization = 8.334 req/s mean ÷ (1 × 37) = 22.5%" in out
+
+
+def test_auto_max_model_len_on_another_engine_says_it_is_vllms():
+    # vLLM reads -1/auto as its auto-fit (from 0.14); SGLang's --context-length and TensorRT-LLM's max_seq_len take a
+    # count, so the plan of either refuses the word naming why, not as an unreadable token count
+    for engine, value in (("sglang", "auto"), ("trtllm", "AUTO")):
+        msg = refused("plan", "Qwen/Qwen3-8B", "--gpu", "H100", "--engine", engine, "--max-model-len", value)
+        assert msg.startswith(f"--max-model-len {value}: auto (-1) is vLLM's auto-fit") and f"; {engine} reads a " \
+            "token count" in msg
+    out = run_cli("plan", MODEL, "--gpu", "L4", "--max-model-len", "auto").output
+    assert "max_model_len 31,136 (auto)" in out  # vLLM itself still fits it: 1,947 blocks of 16 tokens on an L4
