@@ -1,11 +1,13 @@
 """What a new user's trial of every command found: a config.json missing a sizing field planned on a transformers class
-default that only --verbose named, and a misspelt --workload reported as a flag conflict (or, capitalised, refused by
-simulate while offload, goodput and search took it), and a pair of replicas held to one engine's capacity bound."""
+default that only --verbose named; a misspelt --workload reported as a flag conflict (or, capitalised, refused by
+simulate while offload, goodput and search took it); a pair of replicas held to one engine's capacity bound; auto
+taken for an unreadable count by SGLang's plan; one file counted as two runs by goodput."""
 
 from __future__ import annotations
 
 import json
 from importlib import resources
+from pathlib import Path
 
 import pytest
 from cli_run import MODEL, cli_json, refused, run_cli
@@ -73,3 +75,13 @@ def test_auto_max_model_len_on_another_engine_says_it_is_vllms():
             "token count" in msg
     out = run_cli("plan", MODEL, "--gpu", "L4", "--max-model-len", "auto").output
     assert "max_model_len 31,136 (auto)" in out  # vLLM itself still fits it: 1,947 blocks of 16 tokens on an L4
+
+
+def test_goodput_refuses_a_file_given_twice_as_validate_and_calibrate_do(tmp_path):
+    # the llmperf sample served 150 requests; given twice, goodput answered "the best of 2 runs" over one run
+    src = (Path(__file__).parents[1] / "evidence/data/llmperf/leaderboard_individual_anyscale_70b.json")
+    link = tmp_path / "again.json"
+    link.symlink_to(src)
+    assert "the best of" not in run_cli("goodput", str(src), "--slo", "ttft=1s").output
+    msg = refused("goodput", str(src), str(link), "--slo", "ttft=1s")
+    assert msg == f"{src} and {link}: the same file given twice; give each stage or run once"

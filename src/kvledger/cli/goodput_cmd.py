@@ -90,6 +90,7 @@ def _from_files(files: list[Path], fmt: str | None, groups: tuple, the_slo: Any,
                 tiers: TierFlags) -> tuple[list[str], Any]:
     """(JSON lines, (results, boundary)) for benchmark or records FILEs; the boundary across them with --target."""
     from kvledger.analyses.serving.sim_goodput import BoundaryFigures
+    from kvledger.calibration.targets import refuse_repeated
     from kvledger.cli.sim_opts import reject_sim_flags
     from kvledger.evidence import read_runs
     from kvledger.ledgers.boundary import boundary_from_sweep
@@ -97,6 +98,7 @@ def _from_files(files: list[Path], fmt: str | None, groups: tuple, the_slo: Any,
     from kvledger.ledgers.load_warning import with_overload_warnings
 
     reject_sim_flags(*groups, tiers)
+    refuse_repeated([str(f) for f in files])  # one run counted twice: a "best of 2 runs", a sweep's stage twice
     runs = [run for f in files for run in read_runs(f, format=fmt)]
     if target is not None:
         from kvledger.evidence.deployment import refuse_mixed_sweep
