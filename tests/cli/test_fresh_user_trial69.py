@@ -85,3 +85,18 @@ def test_goodput_refuses_a_file_given_twice_as_validate_and_calibrate_do(tmp_pat
     assert "the best of" not in run_cli("goodput", str(src), "--slo", "ttft=1s").output
     msg = refused("goodput", str(src), str(link), "--slo", "ttft=1s")
     assert msg == f"{src} and {link}: the same file given twice; give each stage or run once"
+
+
+def test_force_never_replaces_an_llmservingsim_runs_timeseries(tmp_path):
+    # the run folder holds requests.jsonl, meta.json and timeseries.csv (upstream bench/core/runner.py); calibrate
+    # reads the first two, and --out timeseries.csv --force replaced the third, the run's scheduler record, with JSON
+    rows = [{"request_id": str(i), "input_toks": 10, "output_toks": 5, "queued_ts": 10.0 + i, "first_token_ts":
+             10.1 + i, "last_token_ts": 10.2 + i} for i in range(3)]
+    (tmp_path / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ts = tmp_path / "timeseries.csv"
+    ts.write_text("t,prompt_throughput,gen_throughput,running,waiting,kv_cache_pct\n0,0,0,0,0,0\n")
+    before = ts.read_bytes()
+    for cmd in ("calibrate", "goodput"):
+        extra = ("--model", MODEL, "--gpu", "H100") if cmd == "calibrate" else ("--slo", "ttft=1s")
+        msg = refused(cmd, str(tmp_path / "requests.jsonl"), *extra, "--out", str(ts), "--force")
+        assert msg.startswith(f"--out {ts} is also an input of this command") and ts.read_bytes() == before

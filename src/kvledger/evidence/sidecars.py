@@ -8,7 +8,9 @@ config beside the stage file that it had just read).
 - ``manifests.yaml``: its Kubernetes manifests beside the file or one folder up (``k8s_manifests.manifests_path``);
 - ``exp-config.yaml`` (``LAUNCH_FILE``): a stage's launch record, beside the file or one folder above
   (``kvledger.evidence.launch_record``);
-- ``meta.json`` beside an LLMServingSim ``requests.jsonl`` (``llmservingsim``), ``<name>_aiperf.json`` beside an
+- ``meta.json`` beside an LLMServingSim ``requests.jsonl`` (``llmservingsim``) and the run's ``timeseries.csv`` there
+  (not read, but the run's own record: ``calibrate requests.jsonl --out timeseries.csv --force`` replaced it with a
+  profile in a fresh-user trial), ``<name>_aiperf.json`` beside an
   AIPerf ``<name>.jsonl`` (``aiperf``), and llmperf's ``…summary…`` beside its ``…individual_responses…`` file;
 - every file in a folder given as an input (a run folder is read whole: a fresh-user trial's ``calibrate run --out
   run/requests.jsonl --force`` replaced the measured requests it had read with the profile).
@@ -37,6 +39,8 @@ def _beside(p: Path) -> list[Path | None]:
         out += sorted(c for c in p.iterdir() if c.is_file())
     if p.name.endswith(".jsonl"):
         out.append(p.with_name(p.name[: -len(".jsonl")] + "_aiperf.json"))
+    if p.name == "requests.jsonl":  # an LLMServingSim run folder's own scheduler record (run_folder.beside_run)
+        out.append(folder / "timeseries.csv")
     for old in ("individual_responses", "individual"):
         if old in p.name:
             out.append(p.with_name(p.name[::-1].replace(old[::-1], "summary"[::-1], 1)[::-1]))
