@@ -1,7 +1,8 @@
 """What a new user's trial of every command found: a config.json missing a sizing field planned on a transformers class
 default that only --verbose named; a misspelt --workload reported as a flag conflict (or, capitalised, refused by
 simulate while offload, goodput and search took it); a pair of replicas held to one engine's capacity bound; auto
-taken for an unreadable count by SGLang's plan; one file counted as two runs by goodput."""
+taken for an unreadable count by SGLang's plan; one file counted as two runs by goodput; a run's timeseries.csv
+replaced under --force; a pasted Hub page address looked up as a repo id."""
 
 from __future__ import annotations
 
@@ -100,3 +101,12 @@ def test_force_never_replaces_an_llmservingsim_runs_timeseries(tmp_path):
         extra = ("--model", MODEL, "--gpu", "H100") if cmd == "calibrate" else ("--slo", "ttft=1s")
         msg = refused(cmd, str(tmp_path / "requests.jsonl"), *extra, "--out", str(ts), "--force")
         assert msg.startswith(f"--out {ts} is also an input of this command") and ts.read_bytes() == before
+
+
+def test_a_pasted_model_page_address_plans_the_model_it_names():
+    # the address of the model's Hub page, as a user copies it from the browser, names repo meta-llama/Llama-3.1-8B:
+    # its bundled config, 2 (K,V) × 32 layers × 8 KV heads × 128 head_dim × 2 B = 131,072 B a token
+    for url in ("https://huggingface.co/meta-llama/Llama-3.1-8B", "hf.co/meta-llama/Llama-3.1-8B/tree/main"):
+        doc = cli_json("plan", url, "--gpu", "H100-SXM")
+        assert doc["model"]["name"] == "meta-llama/Llama-3.1-8B (config of meta-llama/Meta-Llama-3.1-8B)"
+        assert doc["kv"]["bytes_per_token_per_gpu"] == 131_072

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -153,6 +154,17 @@ def _own_display(name: str) -> str:
     return name
 
 
+_HUB_URL = re.compile(r"(?:https?://)?(?:www\.)?(?:huggingface\.co|hf\.co)/([^/\s?#]+/[^/\s?#]+)"
+                      r"(?:/(?:tree|blob|resolve)/[^\s?#]*)?/?(?:[?#]\S*)?")
+
+
+def _hub_id_of_url(name: str) -> str:
+    """The repo id of a model page's address pasted as the model (``https://huggingface.co/meta-llama/Llama-3.1-8B``,
+    ``hf.co/…/tree/main``): the Hub id it names, as `vllm serve` takes it; any other name as given."""
+    m = _HUB_URL.fullmatch(name.strip())
+    return m.group(1) if m else name
+
+
 def load_model(name_or_path: str, *, allow_hub: bool = True) -> ModelSpec:
     """Load a model spec from a bundled name, a local ``config.json`` (or a folder holding one), or a Hub id.
 
@@ -166,7 +178,7 @@ def load_model(name_or_path: str, *, allow_hub: bool = True) -> ModelSpec:
                             "Hub id")
     from kvledger.names import check_name_or_path
 
-    name_or_path = _own_display(name_or_path)
+    name_or_path = _own_display(_hub_id_of_url(name_or_path))
     check_name_or_path(name_or_path, "model")
     bm = resolve_bundled(name_or_path)
     if bm is not None:
