@@ -104,10 +104,10 @@ def read_max_model_len(text: str | None, engine: str | None, engine_version: str
         return None, False
     rel = engine_release(engine, engine_version)
     if rel is None:
-        if text.strip().lower() == "auto":  # vLLM's auto-fit word (config/model.py), which no other engine reads
-            raise InputError(f"--max-model-len {text.strip()}: auto (-1) is vLLM's auto-fit, the longest length its KV "
-                             f"pool holds; {engine} reads a token count: give one (e.g. 32768 or 32K), or --engine "
-                             "vllm")
+        word = str(text).strip()  # a count may come as an int (the Python API, a run record)
+        if word.lower() == "auto":  # vLLM's auto-fit word (config/model.py), which no other engine reads
+            raise InputError(f"--max-model-len {word}: auto (-1) is vLLM's auto-fit, the longest length its KV pool "
+                             f"holds; {engine} reads a token count: give one (e.g. 32768 or 32K), or --engine vllm")
         return parse_tokens(text, what="--max-model-len"), False
     n = parse_max_model_len(text, what="--max-model-len", vllm_version=rel)
     return (None, True) if n == AUTO_MAX_MODEL_LEN else (n, False)
