@@ -99,14 +99,13 @@ def _from_files(files: list[Path], fmt: str | None, groups: tuple, the_slo: Any,
 
     reject_sim_flags(*groups, tiers)
     refuse_repeated([str(f) for f in files])  # one run counted twice: a "best of 2 runs", a sweep's stage twice
-    runs = [run for f in files for run in read_runs(f, format=fmt)]
+    runs, key = [run for f in files for run in read_runs(f, format=fmt)], {"rate": "request_rate"}.get(axis, axis)
     if target is not None:
         from kvledger.evidence.deployment import refuse_mixed_sweep
 
-        refuse_mixed_sweep(runs, "--target finds the SLO boundary", {"rate": "request_rate"}.get(axis, axis))
+        refuse_mixed_sweep(runs, "--target finds the SLO boundary", key)
     results = with_overload_warnings(runs, [goodput(run, the_slo) for run in runs], the_slo, target)
-    boundary = None if target is None else boundary_from_sweep(runs, the_slo, target,
-                                                               {"rate": "request_rate"}.get(axis, axis))
+    boundary = None if target is None else boundary_from_sweep(runs, the_slo, target, key)
     lines = [strict_json.dumps(r.to_dict()) for r in results]
     if boundary is not None:
         lines.append(strict_json.dumps({"boundary": BoundaryFigures.of_sweep(boundary).to_dict()}))
