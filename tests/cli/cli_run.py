@@ -55,3 +55,12 @@ def records_file(tmp_path):
                           i * 0.1 + 1.0) for i in range(100)]
     run = RunRecords(recs, RunMetadata("simulator", "simulator", model="m", num_gpus=1, duration_s=10.0))
     return write_records(run, tmp_path / "sim" / "records.json")
+
+
+def write_gpu_profile(path, gpu: str, model: str, flops_fraction: float = 0.5, bandwidth_fraction: float = 0.6):
+    """A hand-written GPU profile at ``path`` (``flops_fraction`` of peak FLOP/s, ``bandwidth_fraction`` of peak
+    bandwidth on ``gpu``, the catalog name), fitted on one run "myrun" of ``model`` at TP 1; returns ``path``."""
+    path.write_text(json.dumps({"kind": "kvledger-gpu-profile", "version": 1, "gpu": gpu,
+                                "flops_fraction": flops_fraction, "bandwidth_fraction": bandwidth_fraction,
+                                "runs": [{"label": "myrun", "source": "my/run", "model": model, "tp": 1}]}))
+    return path

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from cli_run import write_gpu_profile
 from typer.testing import CliRunner
 
 from kvledger.cli.main import app, build_app
@@ -28,11 +29,7 @@ def _error(res) -> str:
 @pytest.fixture()
 def profile(tmp_path):
     # a hand-written GPU profile for the H100: 50% of peak FLOP/s, 60% of peak bandwidth, fitted on one run "myrun"
-    path = tmp_path / "h100.json"
-    path.write_text(json.dumps({"kind": "kvledger-gpu-profile", "version": 1, "gpu": H100, "flops_fraction": 0.5,
-                                "bandwidth_fraction": 0.6,
-                                "runs": [{"label": "myrun", "source": "my/run", "model": MODEL, "tp": 1}]}))
-    return path
+    return write_gpu_profile(tmp_path / "h100.json", H100, MODEL)
 
 
 def test_simulate_prices_the_roofline_with_the_profiles_fractions_and_says_so(profile):

@@ -10,7 +10,7 @@ import json
 import shlex
 
 import pytest
-from cli_run import MODEL, cli_json, run_cli
+from cli_run import MODEL, cli_json, run_cli, write_gpu_profile
 
 # 400 requests, each prompt one of 40 documents of 1,024 tokens (uniform) + a 16-token question, 16 output tokens;
 # --gpu-memory-utilization 0.24 leaves HBM 9,408 tokens (9.2 documents), the 8 GiB host tier holds 65,536 (all 40)
@@ -82,11 +82,7 @@ def test_no_tier_no_second_search():
 @pytest.fixture()
 def profile(tmp_path):
     # a hand-written GPU profile for the H100: 50% of peak FLOP/s, 60% of peak bandwidth (as test_gpu_profile_flag)
-    path = tmp_path / "h100.json"
-    path.write_text(json.dumps({"kind": "kvledger-gpu-profile", "version": 1, "gpu": H100, "flops_fraction": 0.5,
-                                "bandwidth_fraction": 0.6,
-                                "runs": [{"label": "myrun", "source": "my/run", "model": MODEL, "tp": 1}]}))
-    return path
+    return write_gpu_profile(tmp_path / "h100.json", H100, MODEL)
 
 
 def test_the_gpu_profile_prices_the_tiers(profile):
