@@ -163,10 +163,10 @@ def test_a_break_even_above_the_peak_cap_says_it_cannot_be_reached():
     from kvledger.ledgers.factor_rows import peak_cap_text
 
     # --peak-to-mean 3 at --max-utilization 0.8: replicas sized for the peak run at most 0.8 ÷ 3 = 26.7% on the mean
-    u_star = {"utilization": 0.34, "peak_to_mean": 3.0, "mean_utilization_cap": 0.8 / 3}
+    u_star = {"required_utilization": 0.34, "peak_to_mean": 3.0, "mean_utilization_cap": 0.8 / 3}
     assert peak_cap_text(u_star) == (" — above the 26.7% mean utilization --peak-to-mean 3 allows (80% ÷ 3): not "
                                      "reachable at this peak")
-    assert peak_cap_text({**u_star, "utilization": 0.25}) == ""  # within reach
+    assert peak_cap_text({**u_star, "required_utilization": 0.25}) == ""  # within reach
     assert peak_cap_text({**u_star, "peak_to_mean": 1.0, "mean_utilization_cap": 0.8}) == ""  # flat traffic
 
 

@@ -97,8 +97,9 @@ def test_cost_says_the_break_even_utilization_is_one_replicas_and_the_volume_sha
     # (team 'none'); C = 55.39 good req/s, a = $0.0000452 a request: 11,963.70 ÷ 6,581 ≈ 182%, out of reach — while
     # 4 replicas, sharing P, break even (the numbers are as before; only the words change)
     c, a = doc["capacity"]["goodput_req_per_s"], doc["inputs"]["api_usd_per_request"]
-    assert bu["utilization"] == pytest.approx((2.69 * 730 + 10_000) / (c * 3600 * 730 * a))
-    assert round(bu["utilization"], 3) == 1.818
+    assert bu["required_utilization"] == pytest.approx((2.69 * 730 + 10_000) / (c * 3600 * 730 * a))
+    assert round(bu["required_utilization"], 3) == 1.818
+    assert bu["utilization"] is None  # 182% is no utilization a replica can run at: the figure is required_utilization
     assert bu["replicas"] == 1 and not bu["reachable"] and bv["replicas_at_break_even"] == 4
     util = doc["factors"][0]
     assert util["value"] == "80% of billed hours; one replica's break-even at 182%"  # was "break-even at 182%"

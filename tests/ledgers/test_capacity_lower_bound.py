@@ -114,7 +114,7 @@ def test_break_even_utilization_at_a_lower_bound_is_an_upper_bound_with_its_mult
     from kvledger.ledgers.factor_rows import factor_rows
 
     bu = break_even_utilization(CAP, _setup(), 5e-5, 1, 0.8)
-    assert bu["utilization"] == pytest.approx(1963.7 / 1314) and bu["capacity_lower_bound"] is True
+    assert bu["required_utilization"] == pytest.approx(1963.7 / 1314) and bu["capacity_lower_bound"] is True
     assert bu["capacity_multiplier"] == pytest.approx(1963.7 / 1314 / 0.8) == pytest.approx(1963.7 / 1051.2)
     row = factor_rows(replace(_setup(), utilization=0.8), DecisionFactors(), bu, False)[0]
     assert row["value"] == "80% of billed hours; one replica's break-even at 149% (at most: the capacity priced is a " \

@@ -131,7 +131,8 @@ def test_break_even_utilization_with_and_without_people():
     # with half an engineer at $20,000/month: (17,228 + 10,000) / 22,075.2 = 123.3 %: not reachable with one replica
     rep2 = build_cost_report(run, gp, SelfHostSetup(NEBIUS_H100, 1, 0.5, 0.5, 20000.0, prefill_share=0.2), price, mix,
                              DecisionFactors())
-    assert rep2.break_even_utilization["utilization"] == pytest.approx(27228 / 22075.2)
+    assert rep2.break_even_utilization["required_utilization"] == pytest.approx(27228 / 22075.2)
+    assert rep2.break_even_utilization["utilization"] is None
     # break-even volume: c = 7,884,000 × 0.8 = 6,307,200 requests per replica; a·c = $17,660 > R. One replica's window
     # ((17,228 + 10,000)/0.0028 = 9,724,286, 6,307,200] is empty; two replicas share the same instance ($17,228), so
     # self-hosting is cheaper from 9,724,286 requests/month on, and every further replica up to 8 adds no rental

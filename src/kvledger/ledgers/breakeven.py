@@ -158,11 +158,11 @@ def break_even_utilization(cap: Capacity, setup: SelfHostSetup, api_usd_per_requ
                            replicas: int = 1, assumed_utilization: float | None = None,
                            power: tuple[float, float] | None = None) -> dict[str, Any]:
     """u* for ``replicas`` replicas sharing the people line (the count a volume needs, not necessarily the break-even
-    volume's own ``replicas_at_break_even``: ``replicas_basis`` says so; 1 without one), with the formula's parts;
-    ``reachable`` is False when u* > 1. A capacity only bounded below (``cap.lower_bound``) makes u* an upper bound
-    (u* ∝ 1 ÷ capacity): ``capacity_lower_bound`` is then True, and with a utilization not set by a volume
-    (``assumed_utilization``: no volume given) ``capacity_multiplier`` is u* ÷ that utilization, the capacity
-    multiplier at which it reaches break-even (None when it already does).
+    volume's own ``replicas_at_break_even``: ``replicas_basis`` says so; 1 without one), with the formula's parts:
+    ``required_utilization`` u*, the utilization they need to break even (> 1: unreachable, ``utilization`` None). A
+    capacity only bounded below (``cap.lower_bound``) makes u* an upper bound (u* ∝ 1 ÷ capacity), with
+    ``capacity_lower_bound`` True, and with a utilization no volume sets (``assumed_utilization``)
+    ``capacity_multiplier`` u* ÷ that, the capacity multiplier at which it reaches break-even (None if it already does).
 
     ``power``: bought GPUs (``self_host_month.bought_power``), (b, u₀): their power costs b USD per GPU-month per unit
     of load, and ``setup``'s rate priced it at load u₀ (the verdict's). The bill at u is then rent(u₀) + g·b·(u − u₀)
@@ -186,8 +186,8 @@ def break_even_utilization(cap: Capacity, setup: SelfHostSetup, api_usd_per_requ
                "the replicas the volume needs")
     basis = (f"one {u1}: no volume given" if assumed_utilization is not None else  # a volume's (docstring)
              "the volume's (the verdict's); the break-even volume's are its replicas_at_break_even")
-    out = {"utilization": u, "reachable": u <= 1.0, "replicas": n, "replicas_basis": basis, "formula": formula,
-           **replica_usd(setup),
+    out = {"utilization": u if u <= 1.0 else None, "required_utilization": u, "reachable": u <= 1.0, "replicas": n,
+           "replicas_basis": basis, "formula": formula, **replica_usd(setup),
            "rental_usd_per_month": rent, "one_unit_rental_usd_per_month": rental_usd_per_month(setup, 1),
            "people_usd_per_month": people_usd_per_month(setup), "api_usd_per_request": api_usd_per_request,
            "good_requests_per_month_at_full_load": cap.goodput_req_per_s * 3600.0 * HOURS_PER_MONTH,

@@ -26,7 +26,8 @@ def peak_cap_text(u_star: dict[str, Any]) -> str:
     """'' unless a peak above the mean caps a replica's mean utilization (``mean_utilization_cap`` = max utilization ÷
     peak-to-mean: replicas are sized for the peak) below the break-even ``u_star``; then that the break-even is out
     of that reach, e.g. " — above the 26.7% mean utilization --peak-to-mean 3 allows (80% ÷ 3)"."""
-    cap, peak, u = u_star.get("mean_utilization_cap"), u_star.get("peak_to_mean") or 1.0, u_star.get("utilization")
+    cap, peak = u_star.get("mean_utilization_cap"), u_star.get("peak_to_mean") or 1.0
+    u = u_star.get("required_utilization")  # u*, above 1 too (``utilization`` is None there)
     if cap is None or peak <= 1 or u is None or not math.isfinite(u) or u <= cap:
         return ""
     return (f" — above the {pct_text(cap)} mean utilization --peak-to-mean {peak:g} allows "
@@ -40,7 +41,7 @@ def _utilization_row(util: float, u_star: dict[str, Any], volume_breaks_even: bo
     volume (the break-even volume says where self-hosting wins). A capacity only bounded below makes u* an upper bound,
     and without a volume names the capacity multiplier at which ``util`` reaches it (``u_star``'s
     ``capacity_multiplier``: ``breakeven.break_even_utilization``)."""
-    u, replicas, lower = u_star["utilization"], u_star["replicas"], u_star.get("capacity_lower_bound", False)
+    u, replicas, lower = u_star["required_utilization"], u_star["replicas"], u_star.get("capacity_lower_bound", False)
     whose = (f"one {unit_noun(per_unit)}'s break-even" if replicas == 1 else
              f"break-even of the {units_text(replicas, per_unit)} the volume needs")
     most = " (at most: the capacity priced is a lower bound)" if lower else ""
@@ -98,7 +99,7 @@ def at_peak(u_star: dict[str, Any], decision: Any, setup: Any, peak_to_mean: flo
     a volume: the break-even is sized for the same peak as a volume's answer would be)."""
     peak = decision.volume.peak_to_mean if decision is not None else peak_to_mean  # replicas sized for the peak
     u_star.update(peak_to_mean=peak, mean_utilization_cap=setup.max_utilization / peak)
-    if peak > 1 and u_star["utilization"] > u_star["mean_utilization_cap"]:
+    if peak > 1 and u_star["required_utilization"] > u_star["mean_utilization_cap"]:
         u_star["reachable"] = False
     return peak
 

@@ -127,7 +127,7 @@ def _not_reachable(bu: dict, bv: dict, sim: Any) -> str:
     more replicas share the people line there (so the two lines do not contradict each other). A capacity only bounded
     below: u* is at most this, and the capacity multiplier at which the assumed utilization reaches it."""
     lower = _lower_bound_clause(bu)
-    if bu["utilization"] <= 1.0:  # reachable, or out of reach only of the peak's mean utilization (peak_cap_text)
+    if bu["required_utilization"] <= 1.0:  # reachable, or out of reach only of the peak's mean (peak_cap_text)
         return lower + peak_cap_text(bu)
     text = f"{lower} — above 100%: not reachable" + (" at the capacity priced" if lower else "")
     if bv.get("requests_per_month") is None:
@@ -159,7 +159,7 @@ def _print_tail(con: Any, rep: Any, sim: Any = None) -> None:
                  f"goodput-priced ÷ sticker = {m:.2f}× (effective-cost multiplier)"))
     bu, bv = rep.break_even_utilization, rep.break_even_volume
     con.print(f"\n[bold]break-even utilization {escape(_whose_break_even(bu['replicas'], sim))}[/]: "
-              f"{pct_text(bu['utilization'])} = {escape(bu['formula'])}" + _not_reachable(bu, bv, sim))
+              f"{pct_text(bu['required_utilization'])} = {escape(bu['formula'])}" + _not_reachable(bu, bv, sim))
     if bv.get("requests_per_month") is not None:
         con.print(f"[bold]break-even volume[/]: {bv['requests_per_month']:,.0f} offered requests/month "
                   f"({bv['input_tokens_per_month']:,.0f} input + "
