@@ -86,13 +86,13 @@ def calibrate(
     per fit step or fold."""
     from kvledger.accounting.calibration_profile import dump_profile
     from kvledger.calibration.api import calibrate_files
-    from kvledger.cli.outputs import prepare_output_file, refuse_lone_force, write_text_atomic
+    from kvledger.cli.outputs import prepare_json_out, refuse_lone_force, write_text_atomic
     from kvledger.errors import InputError
 
     f = fit
     refuse_lone_force(f.force, {"--out": f.out})
     if f.out is not None:
-        prepare_output_file(f.out, force=f.force, inputs=[*files, f.start, model, gpu])
+        prepare_json_out(f.out, "the fitted profile", force=f.force, inputs=[*files, f.start, model, gpu])
     if f.scope not in ("gpu", "model"):
         raise InputError(f"--scope {f.scope}: use gpu or model")
     args = engine_args(model, gpu, ctx.params, step_cost=f.start)

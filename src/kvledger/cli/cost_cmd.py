@@ -100,9 +100,10 @@ def _check_outputs(files: list[Path] | None, simulate: str | None, more: CostMor
 
     refuse_lone_force(more.force, {"--out": more.out})
     if more.out is not None:
-        from kvledger.cli.outputs import paths_in, prepare_output_file
+        from kvledger.cli.outputs import paths_in, prepare_json_out
 
-        prepare_output_file(more.out, force=more.force, inputs=[*(files or []), *paths_in(simulate, *groups)])
+        inputs = [*(files or []), *paths_in(simulate, *groups)]
+        prepare_json_out(more.out, "cost's report", force=more.force, inputs=inputs)
 
 
 def _wrote_json(d: dict, more: CostMoreFlags) -> bool:

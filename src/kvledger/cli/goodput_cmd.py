@@ -258,9 +258,9 @@ def _checked_slo(files: list[Path] | None, simulate: str | None, slo: str, f: Go
     refuse_lone_force(f.force, {"--out": f.out, "--plot": f.plot})
     check_plot_path(f.plot, f.force, inputs=inputs)
     if f.out is not None:
-        from kvledger.cli.outputs import prepare_output_file
+        from kvledger.cli.outputs import prepare_json_out
 
-        prepare_output_file(f.out, force=f.force, inputs=inputs)
+        prepare_json_out(f.out, "goodput's report", force=f.force, inputs=inputs, lines=f.json_lines)
     if simulate is not None and f.format is not None:
         raise InputError("--format applies to FILEs, not to --simulate")
     given = [flag for flag, v in (("--gpu", f.gpu), ("--lo", f.lo), ("--hi", f.hi), ("--tol", f.tol),

@@ -14,7 +14,7 @@ from kvledger.evidence.sidecars import implicit_inputs
 from kvledger.outputs import write_atomic, write_bytes_atomic, write_text_atomic
 
 __all__ = ["prepare_output_file", "prepare_output_dir", "write_atomic", "write_bytes_atomic", "write_text_atomic",
-           "with_implicit", "paths_in", "OUTPUT_FIELDS", "refuse_lone_force"]
+           "with_implicit", "paths_in", "OUTPUT_FIELDS", "refuse_lone_force", "refuse_suffix", "prepare_json_out"]
 
 #: the flag-group fields that name what a command writes (every other path a command is given is something it reads)
 OUTPUT_FIELDS = frozenset({"out", "png", "csv_out", "ledger", "plot"})
@@ -70,3 +70,32 @@ def refuse_lone_force(force: bool, outputs: dict[str, object]) -> None:
     named = flags[0] if len(flags) == 1 else f"{', '.join(flags[:-1])} or {flags[-1]}"
     raise InputError(f"--force lets {named} overwrite an existing file, but no {named} was given, so this command "
                      f"writes no file and --force would do nothing: give {named} with it, or drop --force")
+
+
+def refuse_suffix(out: Path, suffixes: tuple[str, ...], writes: str, *, flag: str = "--out", hint: str = "") -> None:
+    """Refuse ``out`` unless its suffix (any case) is one of ``suffixes``, the names of what is written there: a JSON
+    profile under ``prof.csv`` is a file no CSV reader opens (a fresh-user trial). ``writes`` says what the command
+    writes; ``hint`` follows the names asked for.
+
+    Raises:
+        InputError: one paragraph naming what is written and the suffixes it takes.
+    """
+    from kvledger.errors import InputError
+
+    if out.suffix.lower() in suffixes:
+        return
+    what = f"a {out.suffix} file" if out.suffix else "a file without a suffix"
+    raise InputError(f"{flag} {str(out)[:120]}: {writes}, not {what}; give a name ending in {' or '.join(suffixes)}"
+                     f"{hint}. Nothing was run.")
+
+
+def prepare_json_out(out: Path, document: str, *, force: bool, inputs: Iterable[Path | str | None] = (),
+                     lines: bool = False) -> None:
+    """:func:`prepare_output_file` for an --out that takes ``document`` (e.g. "goodput's results") as JSON (JSON Lines
+    with ``lines``), then its suffix (:func:`refuse_suffix`: .json, or .jsonl / .ndjson), an input named as the output
+    refused first."""
+    prepare_output_file(out, force=force, inputs=inputs)
+    if lines:
+        refuse_suffix(out, (".jsonl", ".ndjson"), f"{document} is written there as JSON Lines (--json-lines)")
+    else:
+        refuse_suffix(out, (".json",), f"{document} is written there as one JSON document")

@@ -148,14 +148,10 @@ def refuse_out_suffix(out: Path) -> None:
     Raises:
         InputError: one paragraph naming what the report writes.
     """
-    from kvledger.errors import InputError
+    from kvledger.cli.outputs import refuse_suffix
 
-    if out.suffix.lower() in HTML_SUFFIXES:
-        return
-    what = f"a {out.suffix} file" if out.suffix else "a file without a suffix"
-    raise InputError(f"--out {str(out)[:120]}: the report writes one self-contained HTML file (--png DIR adds each "
-                     f"figure as a PNG file, --json prints the data on stdout), not {what}; give a name ending in "
-                     ".html or .htm (a browser's print dialog makes a PDF of it). Nothing was run.")
+    refuse_suffix(out, HTML_SUFFIXES, "the report writes one self-contained HTML file (--png DIR adds each figure as a "
+                  "PNG file, --json prints the data on stdout)", hint=" (a browser's print dialog makes a PDF of it)")
 
 
 def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportEngineFlags, b: ReportBillFlags,

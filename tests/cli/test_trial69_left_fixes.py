@@ -1,0 +1,45 @@
+"""A fresh-user trial's findings: --out of goodput, cost and calibrate took any suffix (a JSON profile landed in
+prof.csv); routers that could not route said nothing; an empty comma-list entry was dropped; pydantic's words for a
+bad count or rate; and cosmetic figures (plurals, digits, the flag named)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_run import MODEL, refused, run_cli
+
+DATA = Path(__file__).resolve().parents[1] / "evidence" / "data"
+AIPERF = str(DATA / "aiperf/run1_profile_export.jsonl")
+
+
+@pytest.mark.parametrize("argv, written", [
+    (["goodput", AIPERF, "--slo", "ttft=1s"], "goodput's report is written there as one JSON document"),
+    (["cost", AIPERF, "--slo", "ttft=1s", "--gpu", "H100", "--num-gpus", "1"],
+     "cost's report is written there as one JSON document"),
+    (["calibrate", "--scope", "gpu", AIPERF, "--gpu", "H100"],
+     "the fitted profile is written there as one JSON document"),
+])
+def test_an_out_whose_suffix_contradicts_the_json_written_is_refused(argv, written, tmp_path):
+    out = tmp_path / "prof.csv"
+    msg = refused(*argv, "--out", str(out))
+    assert msg == (f"--out {out}: {written}, not a .csv file; give a name ending in .json. Nothing was run.")
+    assert not out.exists()
+
+
+def test_goodput_json_lines_out_takes_jsonl_and_refuses_json(tmp_path):
+    out = tmp_path / "g.json"
+    msg = refused("goodput", AIPERF, "--slo", "ttft=1s", "--json-lines", "--out", str(out))
+    assert msg == (f"--out {out}: goodput's report is written there as JSON Lines (--json-lines), not a .json file; "
+                   "give a name ending in .jsonl or .ndjson. Nothing was run.")
+    ok = tmp_path / "g.JSONL"  # any case of the suffix
+    res = run_cli("goodput", AIPERF, "--slo", "ttft=1s", "--json-lines", "--out", str(ok))
+    assert res.exit_code == 0 and ok.read_text().startswith("{")
+
+
+def test_report_keeps_its_own_html_suffix_message(tmp_path):
+    out = tmp_path / "r.pdf"
+    msg = refused("report", MODEL, "--gpu", "H100", "--slo", "ttft=200ms,tpot=50ms", "--out", str(out))
+    assert msg == (f"--out {out}: the report writes one self-contained HTML file (--png DIR adds each figure as a PNG "
+                   "file, --json prints the data on stdout), not a .pdf file; give a name ending in .html or .htm (a "
+                   "browser's print dialog makes a PDF of it). Nothing was run.")
