@@ -43,3 +43,29 @@ def test_report_keeps_its_own_html_suffix_message(tmp_path):
     assert msg == (f"--out {out}: the report writes one self-contained HTML file (--png DIR adds each figure as a PNG "
                    "file, --json prints the data on stdout), not a .pdf file; give a name ending in .html or .htm (a "
                    "browser's print dialog makes a PDF of it). Nothing was run.")
+
+
+def test_session_affinity_on_a_trace_without_sessions_says_it_routed_least_loaded():
+    # azure-conv's columns carry no client id and no prefix id: router._session_affinity sends every request to the
+    # least loaded replica, which the note now says
+    out = run_cli("simulate", MODEL, "--gpu", "H100", "--num-requests", "20", "--replicas", "2", "--router",
+                  "session_affinity").output
+    assert ("note: --router session_affinity: the trace has no session ids (client ids) and no prefix ids to infer "
+            "sessions from, so every request went to the least loaded replica, as --router least_loaded routes it"
+            ) in out
+    # mooncake has prefix ids: sessions are inferred instead, and the fallback note is not given
+    moon = run_cli("simulate", MODEL, "--gpu", "H100", "--num-requests", "20", "--replicas", "2", "--router",
+                   "session_affinity", "--trace", "mooncake").output
+    assert "sessions inferred from shared prefix ids" in moon and "least loaded replica" not in moon
+
+
+@pytest.mark.parametrize("router", ["least_loaded", "prefix_aware", "session_affinity"])
+def test_a_router_with_one_replica_says_it_does_nothing(router):
+    out = run_cli("simulate", MODEL, "--gpu", "H100", "--num-requests", "4", "--router", router).output
+    assert (f"note: --router {router}: one replica (--replicas 1), so every request goes to it and the router does "
+            "nothing; --replicas N (N ≥ 2) puts it to work") in out
+    assert "session ids" not in out  # one replica: no routing to explain
+
+
+def test_the_default_router_with_one_replica_adds_no_note():
+    assert "the router does nothing" not in run_cli("simulate", MODEL, "--gpu", "H100", "--num-requests", "4").output
