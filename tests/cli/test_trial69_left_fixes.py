@@ -69,3 +69,15 @@ def test_a_router_with_one_replica_says_it_does_nothing(router):
 
 def test_the_default_router_with_one_replica_adds_no_note():
     assert "the router does nothing" not in run_cli("simulate", MODEL, "--gpu", "H100", "--num-requests", "4").output
+
+
+@pytest.mark.parametrize("flag, value, example", [
+    ("--tp", "1,,2", "1,2"), ("--gpus", "H100,,L40S", "H100,L40S"), ("--max-num-seqs", "128,", "128,256"),
+    ("--kv-cache-dtype", "auto,,fp8", "auto,fp8"), ("--prefix-caching", ",on", "on,off"),
+    ("--data-parallel-size", "1,,8", "1,8"),
+])
+def test_search_refuses_an_empty_entry_in_a_comma_list(flag, value, example):
+    # was: --tp 1,,2 searched TP 1 and 2 alone, the missing value dropped without a word
+    msg = refused("search", MODEL, "--slo", "ttft=1s", flag, value)
+    assert msg == (f"{flag} {value!r} has an empty entry (two commas in a row, or one at an end); give the values "
+                   f"separated by single commas (e.g. {flag} {example})")

@@ -59,13 +59,17 @@ def splits_of(text: str) -> tuple[tuple[int, int], ...]:
 
 def refuse_empty(given: dict[str, str | None]) -> None:
     """Refuse a list flag given with no value in it (``--gpus ""``, ``--tp ,``): left out, it means its default (every
-    priced GPU), which an empty list must not select silently (a fresh-user trial searched every GPU)."""
+    priced GPU), which an empty list must not select silently (a fresh-user trial searched every GPU); and one with an
+    empty entry (``--tp 1,,2``), whose missing value was dropped without a word (another trial)."""
     from kvledger.errors import InputError
 
     for flag, text in given.items():
         if text is not None and not _split(text):
             raise InputError(f"{flag} {text!r} names no value; give at least one, comma-separated (e.g. {flag} "
                              f"{_EXAMPLE[flag]}), or leave {flag} out for its default")
+        if text is not None and any(not w.strip() for w in text.split(",")):  # 1,,2 or 1,2,: never dropped silently
+            raise InputError(f"{flag} {text!r} has an empty entry (two commas in a row, or one at an end); give the "
+                             f"values separated by single commas (e.g. {flag} {_EXAMPLE[flag]})")
 
 
 _EXAMPLE = {"--gpus": "H100,L40S", "--gpu": "H100", "--tp": "1,2", "--kv-cache-dtype": "auto,fp8",

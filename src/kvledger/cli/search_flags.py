@@ -207,11 +207,11 @@ def _axes(ax: SearchAxesFlags, expert_parallel: bool | None, dp: str | None = No
     KV dtypes in vLLM's names for ``engine_version`` (search plans and simulates vLLM only)."""
     from kvledger.cli.kv_dtype_flag import check_kv_dtype_for_engine
 
-    check_kv_dtype_for_engine([v.strip() for v in (ax.kv_cache_dtype or "").split(",")], engine, engine_version)
     refuse_empty({"--gpus": ax.gpus, "--gpu": ",".join(ax.gpu) if ax.gpu else None, "--tp": ax.tp,
                   "--kv-cache-dtype": ax.kv_cache_dtype, "--max-num-seqs": ax.max_num_seqs,
                   "--max-num-batched-tokens": ax.max_num_batched_tokens, "--prefix-caching": ax.prefix_caching,
                   "--disagg-splits": ax.disagg_splits if ax.disagg else None, "--data-parallel-size": dp})
+    check_kv_dtype_for_engine([v.strip() for v in (ax.kv_cache_dtype or "").split(",")], engine, engine_version)
     return axes_of(",".join([ax.gpus or "", *(ax.gpu or [])]), ax.tp, ax.kv_cache_dtype, ax.max_num_seqs,
                    ax.max_num_batched_tokens, ax.prefix_caching, splits_of(ax.disagg_splits) if ax.disagg else (),
                    expert_parallel if engine == "vllm" else False, dp, engine_version, engine)
