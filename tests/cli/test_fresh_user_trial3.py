@@ -102,8 +102,8 @@ def test_a_usage_error_is_one_line_as_every_other_error(monkeypatch, capsys, cli
     code, out, err = cli_entry("simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--rate",
                                 "abc")
     assert code == 2 and out == ""
-    assert err.strip() == ("error: Invalid value for '--rate': Input should be a valid number, unable to parse string "
-                           "as a number (see 'kvledger simulate --help')")
+    assert err.strip() == ("error: --rate 'abc' is not a number: write it without a unit or suffix, e.g. --rate 1.5; "
+                           "allowed: (0, 1,000,000] req/s or inf (see 'kvledger simulate --help')")
     code, out, err = cli_entry("plan")
     assert code == 2 and err.strip() == "error: Missing argument 'model' (see 'kvledger plan --help')"
     code, out, err = cli_entry()  # a bare command still prints its help, as click does

@@ -4,6 +4,7 @@ bad count or rate; and cosmetic figures (plurals, digits, the flag named)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,26 @@ def test_search_refuses_an_empty_entry_in_a_comma_list(flag, value, example):
     msg = refused("search", MODEL, "--slo", "ttft=1s", flag, value)
     assert msg == (f"{flag} {value!r} has an empty entry (two commas in a row, or one at an end); give the values "
                    f"separated by single commas (e.g. {flag} {example})")
+
+
+def test_a_count_written_with_an_exponent_names_the_flag_and_an_example(cli_entry):
+    # was: "Invalid value for '--num-requests': Input should be a valid integer, unable to parse string as an integer"
+    code, out, err = cli_entry("simulate", MODEL, "--gpu", "H100", "--num-requests", "1e3")
+    assert code == 2 and out == ""
+    assert err.strip() == ("error: --num-requests '1e3' is not a whole number: write digits only (no exponent, "
+                           "fraction or unit), e.g. --num-requests 1000; allowed: [1, 10,000,000] requests "
+                           "(see 'kvledger simulate --help')")
+
+
+def test_a_rate_written_with_its_unit_names_the_flag_and_an_example(cli_entry):
+    code, out, err = cli_entry("cost", "--simulate", MODEL, "--gpu", "H100", "--slo", "ttft=1s", "--rate=20req/s",
+                               "--json")
+    assert code == 2
+    msg = ("--rate '20req/s' is not a number: write it without a unit or suffix, e.g. --rate 20; allowed: "
+           "(0, 1,000,000] req/s or inf")
+    assert json.loads(out)["error"]["message"] == msg and err.strip() == f"error: {msg} (see 'kvledger cost --help')"
+
+
+def test_a_percentage_for_a_fraction_is_shown_as_the_fraction(cli_entry):
+    _, _, err = cli_entry("simulate", MODEL, "--gpu", "H100", "--gpu-memory-utilization", "90%")
+    assert "e.g. --gpu-memory-utilization 0.9; allowed: (0, 1] (fraction)" in err  # 90 % = 0.9, inside the range

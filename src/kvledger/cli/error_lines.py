@@ -43,11 +43,17 @@ def usage_error(err: Any, as_json: bool) -> NoReturn:
     ctx = getattr(err, "ctx", None)
     serve = serve_only_message(getattr(err, "option_name", None), ctx.command_path if ctx is not None else "kvledger")
     if as_json:
-        json_error(serve or err.format_message() + _other_name(err, ctx), err.exit_code, type(err).__name__)
+        from kvledger.cli.number_words import number_words
+
+        json_error(serve or number_words(err) or err.format_message() + _other_name(err, ctx), err.exit_code,
+                   type(err).__name__)
     if type(err).__name__ == "NoArgsIsHelpError":  # a bare command: its help, as click prints it
         typer.echo(err.format_message(), err=True)
         sys.exit(err.exit_code)
+    from kvledger.cli.number_words import number_words
+
     said = serve or err.format_message().removesuffix(".") + _other_name(err, ctx)  # click ends some with a period
+    said = number_words(err) or said  # a number option given something else: the flag, the value, an example
     say_error(said + (f" (see '{ctx.command_path} --help')" if ctx is not None else ""))
     sys.exit(err.exit_code)
 
