@@ -29,7 +29,7 @@ def test_report_prices_two_replicas_as_one_deployment_unit_as_cost_does(tmp_path
     # the printed answer: the capacity is the unit's (both engines behind the router), its GPUs the unit's
     out = run_cli("report", *SIM, "--replicas", "2", "--out", str(tmp_path / "r.html")).output
     cap = cost["capacity"]["slo_capacity_req_per_s"]
-    assert f"SLO capacity: {cap:g} req/s" in out and " per deployment unit (2 GPUs: 2 replicas × 1 GPU), " in out
+    assert f"SLO capacity: {cap:.4g} req/s" in out and " per deployment unit (2 GPUs: 2 replicas × 1 GPU), " in out
     assert "2 replicas × 1 GPU (one deployment unit)" in (tmp_path / "r.html").read_text()
 
 

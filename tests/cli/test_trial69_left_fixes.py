@@ -105,3 +105,31 @@ def test_a_rate_written_with_its_unit_names_the_flag_and_an_example(cli_entry):
 def test_a_percentage_for_a_fraction_is_shown_as_the_fraction(cli_entry):
     _, _, err = cli_entry("simulate", MODEL, "--gpu", "H100", "--gpu-memory-utilization", "90%")
     assert "e.g. --gpu-memory-utilization 0.9; allowed: (0, 1] (fraction)" in err  # 90 % = 0.9, inside the range
+
+
+def test_report_prints_the_slo_capacity_to_four_significant_digits():
+    from kvledger.report.decision_view import report_answer_lines
+
+    # a bisection lands on 0.609375 req/s (= 39/64): printed as 0.6094, as the capacity band's text prints one; the
+    # good req/s beside it is 0.609375 × 0.95 = 0.5789 → 0.58
+    cs = {"slo_capacity_req_per_s": 0.609375, "attainment_at_boundary": 0.95, "target": 0.9, "notes": []}
+    lines = report_answer_lines({"headline": ["answer: x"], "inputs": {"num_gpus": 1},
+                                 "simulation": {"capacity_search": cs}})
+    assert lines[1] == ("SLO capacity: 0.6094 req/s per deployment unit (1 GPU), 0.58 good req/s there, 95.0% of "
+                        "requests within the SLO (target ≥ 90%)")
+
+
+def test_simulate_says_one_request_in_the_singular():
+    out = run_cli("simulate", MODEL, "--gpu", "H100", "--num-requests", "1", columns=2000).output
+    assert "azure-conv — 1 request, open loop" in out and "1 requests" not in out
+    assert "largest at the last first token, 1 request (" in out and "a batch of 1 request's drain" in out
+
+
+def test_a_tiny_gpu_price_keeps_its_significant_digits():
+    from cli_run import cli_json
+
+    d = cli_json("cost", AIPERF, "--slo", "ttft=1s", "--gpu", "H100", "--num-gpus", "1", "--gpu-usd-per-hour", "0.001",
+                 "--api", "OpenAI:gpt-4.1-nano")
+    # one GPU at $0.001/h × 730 h = $0.73/month; the hourly price was printed "$0.00/h"
+    assert d["break_even_utilization"]["unit_rental_usd_per_month_basis"].startswith(
+        "$0.73/month = H100 $0.0010/h × 730 h")

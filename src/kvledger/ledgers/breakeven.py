@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from kvledger.ledgers.amounts import pct_text, unit_noun, units_text
+from kvledger.ledgers.amounts import pct_text, unit_noun, units_text, usd_text
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup
 from kvledger.ledgers.instance_mix import slope_key
 from kvledger.ledgers.instances import pack
@@ -107,7 +107,7 @@ def _slope_words(setup: SelfHostSetup) -> str:
     s, e = _slope_step(setup), setup.engine_replicas
     per = f" ÷ {s['replicas_per_instance']} replicas per instance" if s["replicas_per_instance"] > 1 else ""
     unit = f" × {e} replicas per deployment unit" if e > 1 else ""
-    return f"{s['row']} ${s['usd_per_instance_hour']:,.2f}/h{per}{unit} × 730 h"
+    return f"{s['row']} {usd_text(s['usd_per_instance_hour'])}/h{per}{unit} × 730 h"
 
 
 def replica_usd_basis(setup: SelfHostSetup) -> str:

@@ -78,7 +78,7 @@ class BurstRead:
             return (f"{w:,} of {n:,} requests got their first token only after {_RUNNING} had reached its largest, "
                     f"{peak:,} requests ({self.peak_s:,.2f} s after the burst)")
         passing = f" of the {n:,}, {n - peak:,} having finished in passing" if peak < n else ""
-        return (f"{_RUNNING} was largest at the last first token, {peak:,} requests{passing} "
+        return (f"{_RUNNING} was largest at the last first token, {peak:,} request{'' if peak == 1 else 's'}{passing} "
                 f"({self.peak_s:,.2f} s after the burst)")
 
     def note(self) -> str:
@@ -91,9 +91,9 @@ class BurstRead:
 
     def no_band_reason(self) -> str:
         """Why a one-batch burst's throughput has no band."""
+        whose = "1 request's" if self.num_requests == 1 else f"{self.num_requests:,} requests'"
         return (f"a burst (every request at t = 0) the engine ran at once: {self.facts()}, so its throughput is a "
-                f"batch of {self.num_requests:,} requests' drain, set by the burst's size, not the capacity the band "
-                "is for")
+                f"batch of {whose} drain, set by the burst's size, not the capacity the band is for")
 
 
 def all_at_once(run: Any) -> bool:

@@ -39,7 +39,7 @@ from typing import Any
 
 from kvledger.errors import InputError, NoAnswerError
 from kvledger.evidence.aggregate import AggregateRun
-from kvledger.ledgers.amounts import people_as_of, unit_noun, units_text
+from kvledger.ledgers.amounts import people_as_of, unit_noun, units_text, usd_text
 from kvledger.ledgers.goodput import GoodputResult
 from kvledger.ledgers.instances import GpuRate, Packing, idle_item
 from kvledger.ledgers.items import Ledger, LineItem
@@ -269,7 +269,7 @@ def self_host_unit_ledgers(cap: Capacity, setup: SelfHostSetup, *, utilization: 
     usd_gpu_h, src, mix = setup.gpu.usd_per_gpu_hour, setup.gpu.source, ""
     if packing is not None and packing.mixed:  # several instance sizes: their bill ÷ the GPUs billed
         usd_gpu_h, src = packing.usd_per_gpu_hour, packing.rate.source  # the source names the mix
-        mix = (f"; at ${usd_gpu_h:,.4g}/GPU-h, the mix's ${packing.usd_per_hour:,.2f}/h ÷ {packing.billed_gpus} "
+        mix = (f"; at ${usd_gpu_h:,.4g}/GPU-h, the mix's {usd_text(packing.usd_per_hour)}/h ÷ {packing.billed_gpus} "
                f"GPUs billed ({packing.words()})")
     for kind, share in (("input", cap.prefill_share), ("output", 1.0 - cap.prefill_share)):
         phase = "prefill" if kind == "input" else "decode"

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 
 from kvledger.catalog.prices import GpuPrice
 from kvledger.errors import InputError
+from kvledger.ledgers.amounts import usd_text
 from kvledger.ledgers.instance_mix import Step, cheapest_counts
 from kvledger.ledgers.items import LineItem
 from kvledger.ranges import check_options
@@ -213,11 +214,10 @@ class Packing:
 
     def choice(self) -> str:
         """Why this row (or mix): the cheapest packing of the rows considered (empty when there was one)."""
-        if self.considered == 1:
-            return ""
         which = " + ".join(f"{n} × {r.key}" for r, n in self.rows) if self.mixed else self.rate.key
-        return (f"the cheapest packing of {self.considered} rows for this GPU: {which}, "
-                f"${self.usd_per_hour:,.2f}/h for {self.unit_words(' of ' if self.engines_per_unit == 1 else ' × ')}")
+        of = " of " if self.engines_per_unit == 1 else " × "
+        return "" if self.considered == 1 else (f"the cheapest packing of {self.considered} rows for this GPU: "
+                                                f"{which}, {usd_text(self.usd_per_hour)}/h for {self.unit_words(of)}")
 
     @property
     def instance_choice(self) -> str | None:

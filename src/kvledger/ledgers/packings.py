@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kvledger.ledgers.amounts import usd_text
 from kvledger.ledgers.instances import POD_MAX_GPUS, GpuRate, Packing, candidates, holds_replica, pack
 
 __all__ = ["UnitPacking", "gpu_inputs", "gpu_words", "packing_rows", "rented_words"]
@@ -74,9 +75,9 @@ def gpu_words(p: Packing | UnitPacking) -> str:
     """The price rented in words: ``GCP H100 … (a3-highgpu-8g, on_demand), $10.98/GPU-h``; a mix: each row with its
     instances and price, then its USD per billed GPU-hour (the bill ÷ the GPUs billed)."""
     if not p.mixed:
-        return f"{p.rate.label}, ${p.rate.usd_per_gpu_hour:.2f}/GPU-h"
-    rows = " + ".join(f"{n} × {r.label} at ${r.usd_per_gpu_hour:.2f}/GPU-h" for r, n in p.rows)
-    return (f"{rows}: ${p.usd_per_gpu_hour:.4g} per GPU-hour billed, the mix's ${p.usd_per_hour:,.2f}/h ÷ "
+        return f"{p.rate.label}, {usd_text(p.rate.usd_per_gpu_hour)}/GPU-h"
+    rows = " + ".join(f"{n} × {r.label} at {usd_text(r.usd_per_gpu_hour)}/GPU-h" for r, n in p.rows)
+    return (f"{rows}: ${p.usd_per_gpu_hour:.4g} per GPU-hour billed, the mix's {usd_text(p.usd_per_hour)}/h ÷ "
             f"{p.billed_gpus} GPUs")
 
 
@@ -110,10 +111,10 @@ def rented_words(p: Packing) -> str:
         if not holds_replica(r.gpus_per_instance, r.per_gpu, k, bool(r.row_key)):
             one = "a one-GPU machine" if not r.per_gpu else f"a pod is one machine, at most {POD_MAX_GPUS} GPUs"
             what = one if r.gpus_per_instance == 1 else f"{r.gpus_per_instance} GPUs per instance"
-            why.append(f"{r.key} at ${r.usd_per_gpu_hour:.2f}/GPU-h cannot hold a replica of {k} GPUs ({what})")
+            why.append(f"{r.key} at {usd_text(r.usd_per_gpu_hour)}/GPU-h cannot hold a replica of {k} GPUs ({what})")
             continue
         alone = pack(replace(r, options=()), n, k)
-        why.append(f"{r.key} at ${r.usd_per_gpu_hour:.2f}/GPU-h bills ${alone.usd_per_hour:,.2f}/h for "
+        why.append(f"{r.key} at {usd_text(r.usd_per_gpu_hour)}/GPU-h bills {usd_text(alone.usd_per_hour)}/h for "
                    f"{'them' if n > 1 else 'it'} ({alone.billed_gpus} GPUs, {alone.idle_gpus} idle)")
-    head = f"{gpu_words(p)}: {p.words()}, ${p.usd_per_hour:,.2f}/h"
+    head = f"{gpu_words(p)}: {p.words()}, {usd_text(p.usd_per_hour)}/h"
     return head + (f"; not rented though cheaper per GPU-hour: {'; '.join(why)}" if why else "")

@@ -91,7 +91,9 @@ def report_answer_lines(cost: dict[str, Any]) -> list[str]:
     n, e = cost["inputs"]["num_gpus"], (cost.get("break_even_volume") or {}).get("engine_replicas_per_unit", 1) or 1
     gpus = f"{n} GPU{'' if n == 1 else 's'}"
     unit = gpus if e == 1 else f"{gpus}: {e} replicas × {n // e} GPU{'s' if n // e > 1 else ''}"  # --replicas
-    return [first, f"SLO capacity: {sized_capacity(cs):g} req/s{capacity_band_clause(cs)} per deployment "
+    from kvledger.units import fmt_plain  # 4 significant digits, as the capacity band's text (the JSON keeps all)
+
+    return [first, f"SLO capacity: {fmt_plain(sized_capacity(cs))} req/s{capacity_band_clause(cs)} per deployment "
                    f"unit ({unit}), "
                    f"{good:.2f} good req/s there, "
                    f"{share:.1%} of requests within the SLO (target ≥ {cs['target']:.0%}{whose})",

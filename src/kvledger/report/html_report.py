@@ -23,6 +23,7 @@ from kvledger.ledgers.items import dated
 from kvledger.report.decision_view import capacity_band_clause, not_steady_lines, sized_capacity, sized_run_figures
 from kvledger.report.dp_layout import dp_layout_text, per_rank_words
 from kvledger.report.figure import Figure, fmt, svg_of
+from kvledger.units import fmt_plain
 
 __all__ = ["report_figures", "drawn_figures", "render_html", "SECTIONS", "TIER_SECTION", "api_pricing_words",
            "rests_on_text", "break_even_text"]
@@ -112,7 +113,7 @@ def _answer(data: ReportData) -> str:
     if c.get("decision") is not None:
         lines.append(rests_on_text(c["decision"]))
     lines += [
-        f"SLO capacity of one deployment unit ({c['inputs']['num_gpus']}× GPU): {sized_capacity(cs):g} "
+        f"SLO capacity of one deployment unit ({c['inputs']['num_gpus']}× GPU): {fmt_plain(sized_capacity(cs))} "
         f"req/s{capacity_band_clause(cs)} with "
         f"≥ {100 * cs['target']:.0f}% of requests within {inp['slo_text']}; sustained "
         f"there {good:,.2f} good req/s (the rate × its share within the SLO)"

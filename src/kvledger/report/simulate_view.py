@@ -201,7 +201,8 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
     if said := overload_headline(payload.overload):  # before the latencies it invalidates; the whole note below
         console.print(f"[bold yellow]warning[/]: {said}")
     loop = load_text(wl) if str(wl.get("mode")).startswith("closed loop") else wl["mode"]  # its users, its pacing
-    console.print(f"[bold]workload[/]: {wl['trace']} — {wl['num_requests']:,} requests, {loop}; prompt mean "
+    n = wl["num_requests"]
+    console.print(f"[bold]workload[/]: {wl['trace']} — {n:,} request{'' if n == 1 else 's'}, {loop}; prompt mean "
                   f"{wl['prompt_tokens_mean']:,.0f}, output mean {wl['output_tokens_mean']:,.0f} tokens"
                   f"{shared_prefix_text(wl)}")
     if "sessions" in wl:
