@@ -133,3 +133,18 @@ def test_a_tiny_gpu_price_keeps_its_significant_digits():
     # one GPU at $0.001/h × 730 h = $0.73/month; the hourly price was printed "$0.00/h"
     assert d["break_even_utilization"]["unit_rental_usd_per_month_basis"].startswith(
         "$0.73/month = H100 $0.0010/h × 730 h")
+
+
+@pytest.mark.parametrize("argv", [("plan", MODEL, "--gpu", "H100", "--engine", "sglang"),
+                                  ("simulate", MODEL, "--gpu", "H100", "--policy", "sglang")])
+def test_context_length_auto_is_refused_under_the_flag_typed(argv):
+    # was: "--max-model-len auto: auto (-1) is vLLM's auto-fit …", a flag the user had not typed
+    msg = refused(*argv, "--context-length", "auto")
+    assert msg == ("--context-length auto: auto is vLLM's auto-fit (--max-model-len auto: the longest length its KV "
+                   "pool holds), which SGLang does not read; SGLang's --context-length takes a token count: give one "
+                   "(e.g. 32768 or 32K), or --max-model-len auto on vLLM, the default engine")
+
+
+def test_context_length_takes_a_token_count_under_sglang():
+    assert "max_model_len 8,192" in run_cli("plan", MODEL, "--gpu", "H100", "--engine", "sglang", "--context-length",
+                                            "8K").output  # 8K = 8 × 1,024

@@ -60,6 +60,11 @@ def resolve_sglang_names(group: Any, engine: str | None) -> None:
             words = _ENGINES.get(kind, "kvledger")  # simulate's static and contiguous policies: kvledger's own
             raise InputError(f"{sg} is SGLang's flag; {words}'s is {vflag}: pass {vflag} {value}, or --engine sglang "
                              f"to plan SGLang")
+        if name == "context_length" and str(value).strip().lower() == "auto":  # vllm_auto_len's refusal, by this name
+            raise InputError(f"{sg} {str(value).strip()}: auto is vLLM's auto-fit (--max-model-len auto: the longest "
+                             "length its KV pool holds), which SGLang does not read; SGLang's --context-length takes "
+                             "a token count: give one (e.g. 32768 or 32K), or --max-model-len auto on vLLM, the "
+                             "default engine")
         given = getattr(group, target)
         if given is not None and given != defaults[target] and str(given) != str(value):
             raise InputError(f"{sg} {value} and {vflag} {given} name the same setting (SGLang's and vLLM's "
