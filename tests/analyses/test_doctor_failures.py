@@ -53,7 +53,9 @@ def test_failed_startups_name_the_cause_and_exit_non_zero(name):
 def test_tp5_fix_lists_the_tp_degrees_that_divide_the_vocabulary():
     # 151,936 = 2^7 × 1,187: TP 1, 2, 4 and 8 divide it, 5 does not
     _, d = _doctor_json(FAILED / "qwen-qwen3-14b--h100-80gb--tp5pp1dp1--8192.FAILED.log")
-    assert "151,936 is divisible by 1, 2, 4, 8; TP 5 is not" in d["findings"][0]["message"]
+    # 151,936 = 2^7 × 1,187: every TP size of 1, 2, 4 and 8 divides it (the ones listed: not all its divisors)
+    assert ("(valid TP sizes, those of 1, 2, 4 and 8 that divide 151,936: 1, 2, 4, 8; TP 5 does not divide it)"
+            in d["findings"][0]["message"])
 
 
 def test_every_failed_log_in_the_shared_data_is_diagnosed():

@@ -26,7 +26,8 @@ def _tp_choices(cause: str) -> str:
         return ""
     n, tp = int(m.group(1)), int(m.group(2))
     ok = [d for d in (1, 2, 4, 8) if n % d == 0]
-    return f" ({n:,} is divisible by {', '.join(map(str, ok))}; TP {tp} is not)" if ok else ""
+    return (f" (valid TP sizes, those of 1, 2, 4 and 8 that divide {n:,}: {', '.join(map(str, ok))}; TP {tp} does not "
+            "divide it)") if ok else ""
 
 
 def _ledger_line(ctx: DoctorContext, failed: Any) -> str:
