@@ -274,8 +274,8 @@ def test_the_break_even_utilization_at_a_volume_shares_the_people_line_among_its
     people = SelfHostSetup(RUNPOD, 1, None, 0.25, 20_000.0, max_utilization=0.8)
     a = 1250 * 0.18 / 1e6
     one = break_even_utilization(CAP, people, a)
-    assert one["required_utilization"] == pytest.approx(6963.7 / 5913.0) and not one["reachable"] and one["replicas"] == 1
-    assert one["utilization"] is None  # 117.8%: no load reaches it
+    assert one["required_utilization"] == pytest.approx(6963.7 / 5913.0) and not one["reachable"]
+    assert one["utilization"] is None and one["replicas"] == 1  # 117.8%: no load reaches it
     many = break_even_utilization(CAP, people, a, 17)
     assert many["utilization"] == pytest.approx(38_382.9 / 100_521.0) and many["reachable"]
     assert many["formula"].startswith("(17 replicas × replica + people USD/month)")
