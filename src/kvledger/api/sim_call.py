@@ -102,7 +102,6 @@ def _simulate(model: str, gpu: str, values: dict[str, Any], seeds: int, cache: b
     """``simulate``'s run of its checked ``values``: a trace or synthetic run through the on-disk store
     (``sim_ledgers.simulate_run``), sessions or a host tier as the command runs them (``sim_run.simulate_payload``)."""
     from kvledger.analyses.serving import sim_cache
-    from kvledger.analyses.serving.sglang_pauses import needs_token_times
     from kvledger.analyses.serving.sim_ledgers import simulate_document, simulate_run
     from kvledger.analyses.serving.sim_run import simulate_payload, with_seed_spread
     from kvledger.cli.simulate_run import simulate_inputs
@@ -112,7 +111,7 @@ def _simulate(model: str, gpu: str, values: dict[str, Any], seeds: int, cache: b
     if prep.sessions is not None or tier is not None:
         return simulate_payload(args, prep, tier, seeds)[0]
     with sim_cache.using(cache):
-        sim = simulate_run(args, prep.synthetic, record_token_times=needs_token_times(args))  # SGLang: its pauses
+        sim = simulate_run(args, prep.synthetic, record_token_times=False)
     return with_seed_spread(simulate_document(sim.setup, sim.result), args, seeds, prep, None)
 
 

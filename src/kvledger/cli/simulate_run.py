@@ -40,9 +40,7 @@ def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: Sessio
 
         prepare_output_dir(out, OUT_FILES, force=force, inputs=[args.trace, args.step_cost, *paths_in(model, gpu,
                                                                                                    workload, engine)])
-    from kvledger.analyses.serving.sglang_pauses import needs_token_times
-
-    keep_times = record_token_times or out is not None or needs_token_times(args)  # SGLang: its decode pauses
+    keep_times = record_token_times or out is not None
     payload, result = simulate_payload(args, prep, tier, seeds, record_steps=out is not None,
                                        record_token_times=keep_times,
                                        plain=None if as_json else _with_progress(out is not None, keep_times))

@@ -48,11 +48,11 @@ class Replica(TokenTimes, BatchPeak, LoadsInFlight, AsyncSteps):
         index: replica number (for step logs and traces).
         record_steps: keep a per-step log (slower; off for speed runs).
         fast_forward: use pure-decode stretches (turn off only to cross-check them).
-        kv_manager: a KV manager to use instead of the one ``cfg`` selects (a disaggregated
-            decode pool's ``ReceivedKVManager``, kv_transfer.py); None → ``make_kv_manager(cfg)``.
-        record_token_times: give each record its token times (``chunk_times_s``). Without them a
-            record keeps its first-token and finish times, and the ITL distribution is kept
-            exactly in ``gaps`` (itl_gaps.py): memory then follows the active requests.
+        kv_manager: a KV manager to use instead of the one ``cfg`` selects (a disaggregated decode pool's
+            ``ReceivedKVManager``, kv_transfer.py); None → ``make_kv_manager(cfg)``.
+        record_token_times: give each record its token times (``chunk_times_s``). Without them a record keeps its
+            first-token and finish times, and the ITL distribution is kept exactly in ``gaps`` (itl_gaps.py): memory
+            then follows the active requests.
     """
 
     def __init__(self, cfg: EngineConfig, cost: StepCostModel, index: int = 0, *, record_steps: bool = False,
@@ -73,6 +73,7 @@ class Replica(TokenTimes, BatchPeak, LoadsInFlight, AsyncSteps):
         self._gap_runs: list[int] = []  # finished requests' runs of gaps not yet in _cnt: (first step, end step) pairs
         self._prev_t = 0.0  # end time of step (base − 1), s (0.0 before the first step: its gap is never counted)
         self.now_s, self.num_steps, self.num_preemptions = 0.0, 0, 0  # the clock, s; steps run; preemptions
+        self.paused_request_s = 0.0  # SGLang: Σ prefill step × running requests past their first token, request-s
         self.decode_step_hint_s = 0.0  # a recent pure-decode step's price, s (sizes the fast path's pricing chunks)
         self.steady = False  # the next steps are pure decode steps of the same batch
         self.ready = False  # every running request is one token behind (decode-ready)
@@ -137,10 +138,8 @@ class Replica(TokenTimes, BatchPeak, LoadsInFlight, AsyncSteps):
     def run_unit(self, bound_s: float, through_finishes: bool = True) -> list[tuple[SimRequest, RequestRecord]]:
         """Run one step, or a steady-decode stretch whose steps all start before ``bound_s``; returns what finished.
 
-        With ``through_finishes`` a stretch goes on past requests that finish, as long as
-        the batch stays steady (nothing waits); otherwise it returns at the first finish
-        (closed-loop clients react to it).
-        """
+        With ``through_finishes`` a stretch goes on past requests that finish, as long as the batch stays steady
+        (nothing waits); otherwise it returns at the first finish (closed-loop clients react to it)."""
         bound_s = self.readmit_loaded(bound_s) if self._loads else bound_s  # KV loads in flight: loads_in_flight.py
         sched_s, out = self.sched_s, None
         if self.ready and self.fast_forward and self.sched.running:
@@ -155,7 +154,6 @@ class Replica(TokenTimes, BatchPeak, LoadsInFlight, AsyncSteps):
         self.after_unit(sched_s, bound_s)
         return out
 
-    # ------------------------------------------------------------ one step
     def _step(self) -> list[tuple[SimRequest, RequestRecord]]:
         pending = self.begin_step()
         return [] if pending is None else self.end_step(pending, self.cost.step_time_s(pending[0]))
@@ -209,8 +207,8 @@ class Replica(TokenTimes, BatchPeak, LoadsInFlight, AsyncSteps):
         used = self.kv.num_used_blocks
         running = sched.running
         everyone = len(plan) == len(running)
-        if not everyone:
-            stored += self._skipped(plan, step)
+        if not everyone:  # an SGLang prefill step (no decode) pauses the running requests it left out
+            stored += self._skipped(plan, step, dur if dec == 0 and self.rules.pauses_decodes else 0.0)
         self.usage.add(start, dur, used, self.kv.capacity_blocks, stored, self.kv.held_slots)
         if self.steplog is not None:
             self.steplog.add(step, start, dur, shape, used / self.kv.capacity_blocks, len(running),
@@ -268,28 +266,30 @@ class Replica(TokenTimes, BatchPeak, LoadsInFlight, AsyncSteps):
                 self.kv.after_prefill_step(req)
         return (pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv), stored, all_emitted
 
-    def _skipped(self, plan: list, step: int) -> int:
-        """Running requests the budget left out of this step: their token runs break. Returns their computed tokens."""
+    def _skipped(self, plan: list, step: int, pause_s: float) -> int:
+        """Running requests the budget left out of this step: their token runs break; those past their first token
+        wait out ``pause_s`` (an SGLang prefill step's duration, else 0) each, in ``paused_request_s``. Returns their
+        computed tokens."""
         scheduled = {id(r) for r, _ in plan}
-        stored = 0
+        stored = waited = 0
         for r in self.sched.running:
             if id(r) not in scheduled:
                 stored += r.num_computed_tokens
+                waited += r.num_generated > 0
                 if r.run_start >= 0:
                     self._close_run(r, step)
+        self.paused_request_s += pause_s * waited  # 0 but under SGLang's rule
         return stored
 
     def next_is_steady(self, preempted: list, admitted: int, finished, all_ready: bool, pure_decode: bool) -> bool:
         """True when the next steps are pure decode steps of the same batch until something finishes or arrives.
 
-        That needs every running request to be one token behind (``computed = num_tokens − 1``,
-        true when all were scheduled and all sampled a token), all of them to fit the budget,
-        and nobody admissible: the waiting queue is empty, or static batching holds it, or
-        this very step was a pure decode step whose admission attempt failed and freed
-        nothing (free blocks only shrink while decoding, so it keeps failing; with 'lpm' the
-        queue order may change, so not then). ``finished``: truthy when the step freed or will
-        free blocks (async: also the previous step's finishers, freed after this schedule).
-        """
+        That needs every running request to be one token behind (``computed = num_tokens − 1``, true when all were
+        scheduled and all sampled a token), all of them to fit the budget, and nobody admissible: the waiting queue is
+        empty, or static batching holds it, or this very step was a pure decode step whose admission attempt failed
+        and freed nothing (free blocks only shrink while decoding, so it keeps failing; with 'lpm' the queue order may
+        change, so not then). ``finished``: truthy when the step freed or will free blocks (async: also the previous
+        step's finishers, freed after this schedule)."""
         sched = self.sched
         if preempted or not all_ready or not sched.running or len(sched.running) > self.cfg.max_num_batched_tokens:
             return False

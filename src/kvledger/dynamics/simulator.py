@@ -238,8 +238,11 @@ def _result(requests, config: EngineConfig, cost: StepCostModel, replicas: list[
     meta.extra["gpu_time_split"] = split  # the cost ledger's prefill/decode split (ledgers/cost.py)
     summary = Summary.of(figures, **_engine_figures(replicas, run.duration_s), gpu_time_split=split,
                       definitions=list(DEFINITIONS) + _policy_notes(config) + notes)
-    return SimResult(run, summary, config.to_dict(), [r.steplog for r in replicas] if record_steps else None,
-                     batch=[r.batch_facts() for r in replicas])
+    res = SimResult(run, summary, config.to_dict(), [r.steplog for r in replicas] if record_steps else None,
+                    batch=[r.batch_facts() for r in replicas])
+    if config.batching == "sglang":  # per replica, the running requests' time its prefill steps paused (replica.py)
+        res.extra["sglang_paused_request_s"] = [r.paused_request_s for r in replicas]
+    return res
 
 
 def _engine_figures(replicas: list[Replica], duration_s: float) -> dict[str, Any]:

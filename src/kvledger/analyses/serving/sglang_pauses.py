@@ -4,25 +4,26 @@ whenever one can be formed and a decode batch otherwise, so every running reques
 a token, where vLLM's chunked prefill puts the decodes and the prefill chunk in one step. That wait is in SGLang's
 TPOT and ITL and is why they sit above vLLM's at the same load.
 
-Read from the records' token times (``chunk_times_s``), exactly under that rule: every step ends at one instant that
-all the tokens it emits carry; a decode step includes every running request, so a step end with any token past a
-request's first is a decode step, and an end with first tokens only is a prefill step (a chunked request's earlier
-chunks emit nothing, but the chunk continues first, so they run just before its last chunk's step and fall in the
-same interval). A running request between its first token f and its last F waited out the prefill intervals inside
-(f, F]; the share is Σ over requests of that wait ÷ Σ (F − f), request-seconds over request-seconds. One engine only:
-the steps of several replicas, or of DP ranks each choosing prefill or decode for itself, do not share one timeline.
+Counted where the simulator runs SGLang's steps, exactly under that rule: a step with a prefill and no decode (a
+chunked request's earlier chunks too: they emit nothing, and the chunk continues first, so they run just before its
+last chunk's step) pauses every running request past its first token that it leaves out, for its duration
+(``Replica._skipped``, and ``sglang_settle`` for the prefill steps of an arrival stretch): the run's
+``extra["sglang_paused_request_s"]``, per replica. A running request between its first token f and its last F waits
+out the prefill steps inside (f, F]; the share is that sum ÷ Σ (F − f) over the finished requests (their records'
+first-token and finish times), request-seconds over request-seconds (a request an early stop cut off waited too,
+without a record's span). One engine only: the steps of several replicas, or of DP ranks each choosing prefill or
+decode for itself, do not share one timeline.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["DecodePauses", "decode_pauses", "needs_token_times"]
-
-_TICK_S = 1e-9  # step ends closer than this are one end (float noise; a step is ≥ microseconds), s
+__all__ = ["DecodePauses", "decode_pauses"]
 
 
 @dataclass(frozen=True)
@@ -44,27 +45,16 @@ class DecodePauses:
                 "token to last), in TPOT and ITL; vLLM's mixed steps do not pause")
 
 
-def needs_token_times(args: Any) -> bool:
-    """Whether ``simulate``'s run (``SimRequestArgs``) keeps its records' token times for ``decode_pauses``: SGLang's
-    scheduling on one replica (a DP-attention run is left out where the document is made)."""
-    return "sglang" in (args.policy, args.batching) and args.replicas == 1
-
-
-def decode_pauses(records: list[Any]) -> DecodePauses | None:
-    """The decode time prefill steps took from requests running on one SGLang engine (module docstring); None without
-    token times, without a request past its first token, or where no prefill step paused one."""
-    runs = [r.chunk_times_s for r in records if r.ok and r.chunk_times_s is not None and len(r.chunk_times_s) > 1]
-    if not runs:
-        return None
-    times = np.round(np.concatenate(runs) / _TICK_S) * _TICK_S
-    later = np.concatenate([np.arange(len(t)) > 0 for t in runs])  # a token past its request's first
-    ends, where = np.unique(times, return_inverse=True)
-    decode = np.zeros(len(ends), dtype=bool)
-    decode[where[later]] = True
-    gaps = np.diff(ends, prepend=ends[0])  # the step (or steps) ending at each end; the first end: 0
-    waited = np.cumsum(np.where(decode, 0.0, gaps))  # Σ prefill-step time up to each end, s
-    first = np.searchsorted(ends, [np.round(t[0] / _TICK_S) * _TICK_S for t in runs])
-    last = np.searchsorted(ends, [np.round(t[-1] / _TICK_S) * _TICK_S for t in runs])
-    paused = float(np.sum(waited[last] - waited[first]))
-    span = float(sum(t[-1] - t[0] for t in runs))
-    return DecodePauses(paused, span) if paused > 0 and span > 0 else None
+def decode_pauses(paused_request_s: float, run: Any) -> DecodePauses | None:
+    """The decode time prefill steps took from requests running on one SGLang engine (module docstring): the
+    simulator's ``paused_request_s`` over the finished requests' first-token-to-last time in ``run`` (``RunRecords``;
+    read from its columns where it holds them, so no record is built); None without a request past its first token,
+    or where no prefill step paused one."""
+    c = run.columns
+    if c is not None:
+        done = c.ok & (c.num_output_tokens > 1) & np.isfinite(c.first_token_s) & np.isfinite(c.finish_s)
+        span = math.fsum((c.finish_s[done] - c.first_token_s[done]).tolist())
+    else:
+        span = math.fsum(r.finish_s - r.first_token_s for r in run.records
+                         if r.ok and r.num_output_tokens > 1 and r.first_token_s is not None and r.finish_s is not None)
+    return DecodePauses(paused_request_s, span) if paused_request_s > 0 and span > 0 else None

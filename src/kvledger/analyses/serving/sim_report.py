@@ -66,7 +66,8 @@ def _pause_note(setup: Any, result: Any, engine: dict) -> list[str]:
 
     if engine.get("batching") != "sglang" or setup.replicas > 1 or getattr(setup.cost, "dp", 1) > 1:
         return []
-    got = decode_pauses(result.records.records)
+    paused = result.extra.get("sglang_paused_request_s")
+    got = decode_pauses(paused[0], result.records) if paused else None
     return [got.note()] if got is not None else []
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import heapq
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 
 import numpy as np
 
@@ -40,6 +40,7 @@ def settle(rep, run, out: list) -> None:
     ends, durs = run.ends, run.durs  # float64 bytes with the compiled core, else lists of floats
     if ends.__class__ is list:
         ends, durs = array("d", ends), array("d", durs)
+    _paused(rep, run, memoryview(durs).cast("B").cast("d"))
     times = np.frombuffer(ends)[: K + 1]
     rep.push_times(times[1:])  # sched.running still lists the requests whose token times the buffer must keep
     rep.now_s = float(times[K])
@@ -73,6 +74,18 @@ def settle(rep, run, out: list) -> None:
     recs = rep.finish([(lives[i][0], step0 + f) for f, i, _ in leaving], freed=True)
     if rep.sink is None:
         out.extend((r.uid, rec) for r, rec in recs)
+
+
+def _paused(rep, run, durs) -> None:
+    """Each prefill step of the stretch into ``rep.paused_request_s`` as ``Replica._skipped`` adds it, in step order:
+    its duration × the requests running then, every one past its first token (prefill step ``j`` comes after
+    ``K_j − j`` decode steps; a request with ``d0 + m`` at or below that had left, ``_SGLangStretch``'s lives)."""
+    lives = run.lives
+    running = sum(1 for x in lives if x[4] < 0)
+    left = sorted(x[1] + x[3] for x in lives)
+    for j, (k, new) in enumerate(run.admits):
+        rep.paused_request_s += durs[k] * (running - bisect_right(left, k - j))
+        running += len(new)
 
 
 def _lives(run, D: int, K: int, prefills: list[int], is_prefill: bytearray, step0: int, counted: bool,
