@@ -266,7 +266,7 @@ class Replica(TokenTimes, BatchPeak, LoadsInFlight, AsyncSteps):
                 self.kv.after_prefill_step(req)
         return (pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv), stored, all_emitted
 
-    def _skipped(self, plan: list, step: int, pause_s: float) -> int:
+    def _skipped(self, plan: list, step: int, pause_s: float = 0.0) -> int:
         """Running requests the budget left out of this step: their token runs break; those past their first token
         wait out ``pause_s`` (an SGLang prefill step's duration, else 0) each, in ``paused_request_s``. Returns their
         computed tokens."""
