@@ -120,7 +120,7 @@ def test_chunked_local_layers_hold_their_chunk_and_name_their_manager():
     assert next(g for g in p.layout.groups if g.kind == "chunked_local").blocks_for_tokens(32768) == 512
     assert "chunked-local layers hold ≤ their 8,192-token chunk" in p.advice.message
     out = run_cli("plan", "meta-llama/Llama-4-Scout-17B-16E-Instruct", "--gpu", "H200", "--tp", "4",
-                  "--max-model-len", "32768").output
+                  "--max-model-len", "32768", "--verbose").output  # the manager is named in the full ledger
     assert "ChunkedLocalAttentionManager" in out and "SlidingWindowManager" not in out
 
 
@@ -129,3 +129,18 @@ def test_decode_clause_says_where_max_num_seqs_caps():
     # max_num_seqs = 1,024, so the cap is said with its context.
     out = run_cli("plan", "openai/gpt-oss-20b", "--gpu", "H100-SXM").output
     assert "max_num_seqs = 1,024 still caps what runs while decoding at 2,048 tokens (≈1,119 would fit)" in out
+
+
+def test_gpt_oss_120b_short_plan_keeps_to_26_lines():
+    # gpt-oss-120b at TP 4 on an H100: the sliding-window concurrency line ran to 11 of 30 lines at 80 columns (the
+    # managers' words, and max_num_seqs's cap said twice); the short plan names the start-up check and the decode
+    # figure, the cap once ("still caps … at 2,048 tokens", ≈2,705 would fit: 1,024 < 2,705), the rest under --verbose
+    res = run_cli("plan", "openai/gpt-oss-120b", "--gpu", "H100-SXM", "--tp", "4", columns=80)
+    lines = res.output.splitlines()
+    assert len(lines) <= 26 and max(len(line) for line in lines) <= 80, res.output
+    flat = " ".join(res.output.split())
+    assert "the requests and × are vLLM's start-up check" in flat
+    assert "max_num_seqs = 1,024 still caps what runs while decoding at 2,048 tokens (≈2,705 would fit)" in flat
+    full = " ".join(run_cli("plan", "openai/gpt-oss-120b", "--gpu", "H100-SXM", "--tp", "4",
+                            "--verbose").output.split())
+    assert "SlidingWindowManager" in full and "the engine runs at most max_num_seqs = 1,024 at once" in full

@@ -93,12 +93,12 @@ def summary_lines(p: Plan, *, verbose: bool = True) -> list[str]:
                          f"{r.context_tokens:,} tokens: above max_model_len, rejected" for r in p.concurrency)
         cap = [r for r in p.concurrency if r.within_max_model_len and r.max_requests > r.running_cap]
         capped = ""
-        if cap:
+        if cap and (verbose or not _decode_capped(p)):  # short: the decode clause says max_num_seqs "still caps"
             where = ("at every context" if len(cap) == len(p.concurrency) else
                      f"at contexts up to {cap[-1].context_tokens:,} tokens")
             capped = (f" — what the KV holds; the engine runs at most max_num_seqs = {cap[0].running_cap:,} at once, "
                       f"the limit {where}")
-        out.append(f"concurrency ({_per(p)}): {rows}{capped}{_decode_clause(p)}")
+        out.append(f"concurrency ({_per(p)}): {rows}{capped}{_decode_clause(p, verbose)}")
     return out + _dp_lines(p, verbose) + ([_roofline_line(p.roofline)] if p.roofline is not None else [])
 
 
@@ -218,8 +218,15 @@ def _concurrency_cell(r: ConcurrencyRow) -> str:
     return f"{point} ({r.max_concurrency:,.2f}x, range {fmt_low(rng[0])}–{rng[1]:,.2f}x){dec}"  # low end rounded down
 
 
-def _decode_clause(p: Plan) -> str:
-    """With sliding windows: the × is vLLM's start-up check, and what "while decoding" counts (window_capacity.py)."""
+def _decode_capped(p: Plan) -> bool:
+    """max_num_seqs caps what runs while decoding at some context (the decode clause says so, with where)."""
+    return p.layout is not None and any(r.decode_requests is not None and r.within_max_model_len
+                                        and r.decode_requests > r.running_cap for r in p.concurrency)
+
+
+def _decode_clause(p: Plan, verbose: bool = True) -> str:
+    """With sliding windows: the × is vLLM's start-up check, and what "while decoding" counts (window_capacity.py); how
+    the check counts the groups and which manager frees their blocks with ``verbose`` only (the short plan's length)."""
     dec = [r for r in p.concurrency if r.decode_requests is not None and r.within_max_model_len]
     if not dec or p.layout is None:
         return ""
@@ -227,6 +234,9 @@ def _decode_clause(p: Plan) -> str:
     at = " and ".join(f"{r.context_tokens:,} tokens (≈{r.decode_requests:,} would fit)" for r in over)
     cap = f"; max_num_seqs = {over[0].running_cap:,} still caps what runs while decoding at {at}" if over else ""
     counted, freed = manager_words(p.layout)
+    if not verbose:
+        return (f" — the requests and × are vLLM's start-up check (its printed \"Maximum concurrency\"); while "
+                f"decoding, {window_words(p.layout)}{cap}")
     return (f" — the requests and × are vLLM's start-up check (its printed \"Maximum concurrency\": {counted}); while "
             f"decoding, {window_words(p.layout)} ({freed}){cap}")
 
