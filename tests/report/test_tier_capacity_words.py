@@ -16,6 +16,16 @@ def test_no_capacity_with_the_tiers_names_the_lowest_rate_probed():
                                      "the target (their loads delay TTFT).")
 
 
+def test_no_capacity_either_way_does_not_blame_the_tiers_loads():
+    # no rate met the target without the tiers either (a near-idle step over the TTFT limit, say): the caption says
+    # the tiers do not lift it, not that their loads delayed TTFT
+    none = {"slo_capacity_req_per_s": None, "sized_on_req_per_s": None, "error_band": None}
+    sec = {"capacity": {"target": 0.9, "without_tier": none, "with_tier": None, "inside_band": None,
+                        "probes_with_tier": [[1.0, 0.5, False], [0.0009765625, 0.6, False]]}}
+    assert _capacities(sec).endswith("no rate meets the target without the tiers, nor with them down to "
+                                     "0.000976562 req/s: the tiers do not lift it.")
+
+
 def test_no_band_no_judgment():
     w = {"slo_capacity_req_per_s": 40.0, "sized_on_req_per_s": 38.0, "error_band": None,
          "hit_share": {"hbm": 0.25, "host_dram": 0.5}}

@@ -35,6 +35,8 @@ def tier_capacity_text(c: dict[str, Any], priced_note: str = "") -> str:
               f"{wo['sized_on_req_per_s']:,.4g} req/s without the tiers{capacity_band_clause(wo, False)}")
     if w is None:
         low = min(p[0] for p in c["probes_with_tier"])
+        if wo["sized_on_req_per_s"] is None:  # no capacity either way: nothing says the loads cost it
+            return head + f"{before}, nor with them down to {low:g} req/s: the tiers do not lift it."
         return head + f"{before}; with them no rate down to {low:g} req/s meets the target (their loads delay TTFT)."
     found = ("" if w["sized_on_req_per_s"] == w["slo_capacity_req_per_s"] else
              f", sized on the deployment's capacity bound; {w['slo_capacity_req_per_s']:,.4g} req/s found")
