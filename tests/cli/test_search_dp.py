@@ -42,6 +42,11 @@ def test_dp8_ep_ranked_beside_tp8_on_eight_gpus(serial):
     assert c["launch"]["vllm"].endswith("--data-parallel-size 8 --enable-expert-parallel")
     assert "--data-parallel-size 8 --enable-expert-parallel" in c["launch"]["check"]
     assert "--tp-size 8 --dp-size 8 --enable-dp-attention" in c["launch"]["sglang"]
+    # vLLM's limits are each DP rank's (its own engine core); SGLang divides its server-wide ones by the 8 DP ranks
+    # (0.5.23 resolve_max_num_reqs, handle_data_parallelism): 8 × 1,024 and 8 × 8,192 give each rank vLLM's
+    assert (c["plan"]["max_num_seqs"], c["plan"]["max_num_batched_tokens"]) == (1024, 8192)
+    assert "--max-running-requests 8192 --chunked-prefill-size 65536 " in c["launch"]["sglang"]
+    assert c["launch"]["note"].endswith("DP ranks in lock-step are what was simulated")
     assert "8 GPUs = 1 replica × DP 8 × TP 1" in " ".join(c["capacity"]["notes"])
     # priced on DP × TP = 8 GPUs: one 8x H200 instance per unit, $50.44/h × 730 h = $36,821.20 a month per replica
     s = c["sizing"]

@@ -69,8 +69,10 @@ def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | N
               *(["--json-model-override-args", over] if over else []), "--tp-size", str(tp * dp),
               *(["--dp-size", str(dp), "--enable-dp-attention"] if dp > 1 else []),
               "--context-length", str(length), "--kv-cache-dtype", SGLANG_KV_DTYPES.get(p["kv_cache_dtype"], "auto"),
-              "--max-running-requests", str(p["max_num_seqs"]), "--chunked-prefill-size",
-                  str(p["max_num_batched_tokens"]), *quant,
+              # server-wide: SGLang 0.5.23 divides both by the DP size under DP attention (kv_cache_configurator.py
+              # resolve_max_num_reqs, parallel_hook.py handle_data_parallelism); vLLM's are each DP rank's own
+              "--max-running-requests", str(p["max_num_seqs"] * dp), "--chunked-prefill-size",
+                  str(p["max_num_batched_tokens"] * dp), *quant,
               *(["--ep-size", str(tp * dp)] if p.get("enable_expert_parallel") else [])]  # whole experts: sglang_ep
     if pc is False:
         sglang.append("--disable-radix-cache")
@@ -112,8 +114,9 @@ def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_ve
                         "sglang --ep-size` runs SGLang's)")
     if (dp := p.get("data_parallel_size", 1)) > 1:  # SGLang's DP attention runs inside one TP group of DP × TP GPUs
         sglang_note += (f"; its --dp-size {dp} --enable-dp-attention is SGLang's nearest layout (DP attention inside "
-                        f"one TP group of {dp * entry['tp']} GPUs), planned by `kvledger plan --engine sglang` but not "
-                        f"simulated: the vLLM command's {dp} DP ranks in lock-step are")
+                        f"one TP group of {dp * entry['tp']} GPUs), its batch limits {dp} × each vLLM rank's (SGLang "
+                        f"divides them by its {dp} DP ranks), planned by `kvledger plan --engine sglang` but not "
+                        f"simulated: the vLLM command's {dp} DP ranks in lock-step are what was simulated")
     if not entry.get("prefill_replicas"):
         vllm, sglang, check = _engine(model_id, gpu_id, entry["tp"], p, entry.get("enable_prefix_caching"),
                                       engine_version, plan_model, overrides)
