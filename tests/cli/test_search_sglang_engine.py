@@ -80,6 +80,23 @@ def test_vllm_only_flags_are_refused_together():
         assert f"{extra[0]}" in refused(*BASE, *extra)
 
 
+def test_fp8_api_row_note_does_not_ask_for_the_refused_quantization_flag():
+    # Llama-3.1-8B's cheapest API row, DeepInfra's Turbo, serves FP8 weights (catalog notes); vLLM's search says
+    # "unless --quantization fp8", a flag search --engine sglang refuses (above): SGLang's note asks for an FP8
+    # checkpoint instead
+    d = cli_json("search", "meta-llama/Llama-3.1-8B", "--slo", "ttft=2s,tpot=100ms", "--gpus", "L40S", "--tp", "1",
+                 "--max-model-len", "8K", "--num-requests", "50", "--rate", "5", "--engine", "sglang")
+    assert d["api"]["key"] == "DeepInfra:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo"
+    fp8 = next(n for n in d["api"]["notes"] if "FP8-quantized" in n)
+    assert "--quantization" not in fp8 and fp8.endswith("(the checkpoint's own: SGLang's online quantization is not "
+                                                        "modelled): compare quality separately, or price self-hosting "
+                                                        "an FP8 checkpoint of the model too")
+    # cost --simulate --engine sglang (which refuses --quantization too) says the same under its answer
+    head = cli_json("cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "L40S", "--engine", "sglang",
+                    "--max-model-len", "8K", "--num-requests", "50", "--slo", "ttft=2s,tpot=100ms")["headline"]
+    assert any(line.strip() == "note: " + fp8 for line in head)
+
+
 def test_exit_status_and_engine_word(cli_entry):
     code, out, _ = cli_entry(*BASE, "--quantization", "fp8", "--json")
     assert code == 2 and "refuses vLLM's flags: --quantization" in json.loads(out)["error"]["message"]

@@ -262,12 +262,13 @@ def mix_problem(mix: ApiMix, price: ApiPrice) -> str | None:
     return None
 
 
-def quantized_row_note(price: ApiPrice, self_host_quantization: str | None = None) -> str | None:
+def quantized_row_note(price: ApiPrice, self_host_quantization: str | None = None,
+                       engine: str | None = None) -> str | None:
     """A note when the API row serves an FP8-quantized variant — its model name says "FP8" or "Turbo" (Together's and
     DeepInfra's Turbo endpoints serve FP8 weights, as the catalog's DeepInfra row notes), or its notes say FP8 — since
     the self-hosted side is priced at the weights the plan loads (the model's own dtype unless --quantization): the
-    two bills are then not of the same numerics. With ``self_host_quantization`` "fp8" (``--quantization fp8``) both
-    sides are FP8 and the note says so instead of asking for it. None when the row is not FP8."""
+    two bills are then not of the same numerics. With ``self_host_quantization`` "fp8" both sides are FP8 and the note
+    says so; ``engine`` "sglang", which refuses that flag, is asked for an FP8 checkpoint. None when not FP8."""
     text = f"{price.model} {price.notes or ''}".lower()
     if "fp8" not in text and "turbo" not in price.model.lower():
         return None
@@ -275,9 +276,13 @@ def quantized_row_note(price: ApiPrice, self_host_quantization: str | None = Non
         return (f"  note: {price.key} serves an FP8-quantized variant (its name or the catalog's notes say so), and "
                 "the self-hosted side is priced at FP8 weights too (--quantization fp8): the two bills are of the same "
                 "weight precision; compare quality separately where the two FP8 recipes differ")
-    return (f"  note: {price.key} serves an FP8-quantized variant (its name or the catalog's notes say so), while the "
-            "self-hosted side is priced at the weights its plan loads (the model's own dtype unless --quantization "
-            "fp8): compare quality separately, or price self-hosting at FP8 too")
+    head = (f"  note: {price.key} serves an FP8-quantized variant (its name or the catalog's notes say so), while the "
+            "self-hosted side is priced at the weights its plan loads")
+    if engine == "sglang":
+        return (f"{head} (the checkpoint's own: SGLang's online quantization is not modelled): compare quality "
+                "separately, or price self-hosting an FP8 checkpoint of the model too")
+    return (f"{head} (the model's own dtype unless --quantization fp8): compare quality separately, or price "
+            "self-hosting at FP8 too")
 
 
 def historical_row_note(price: ApiPrice) -> str | None:
@@ -289,7 +294,7 @@ def historical_row_note(price: ApiPrice) -> str | None:
             "offered), left out of the default comparison: today's bill for this model is a current row's")
 
 
-def api_row_notes(price: ApiPrice, self_host_quantization: str | None = None) -> list[str]:
-    """The notes ``cost`` prints under its answer for its API row: ``quantized_row_note``'s and
-    ``historical_row_note``'s."""
-    return [n for n in (quantized_row_note(price, self_host_quantization), historical_row_note(price)) if n]
+def api_row_notes(price: ApiPrice, self_host_quantization: str | None = None, engine: str | None = None) -> list[str]:
+    """The notes ``cost`` prints under its answer for its API row: ``quantized_row_note``'s (in ``engine``'s words)
+    and ``historical_row_note``'s."""
+    return [n for n in (quantized_row_note(price, self_host_quantization, engine), historical_row_note(price)) if n]

@@ -125,6 +125,7 @@ class DecisionInputs:
     band_sides: tuple[float, float] | None = None  # (fraction below, fraction above); None: ±capacity_band
     quantization: str | None = None  # the self-hosted weights' --quantization (fp8), for the FP8 API row's note
     peak_to_mean: float = 1.0  # --peak-to-mean: the break-even sizes for it without a volume too (factor_rows.at_peak)
+    engine: str | None = None  # the simulated plan's engine ("sglang": the FP8 API row's note in SGLang's words)
 
 
 def _rows(price: ApiPrice | None, inputs: DecisionInputs) -> list[tuple[ApiPrice, bool | None, bool]]:
@@ -173,10 +174,10 @@ def _decide(cap: Capacity, setup: SelfHostSetup, base: SelfHostSetup, rows: list
 
 def _headline(decision: Decision | None, b_vol: Any, setup: SelfHostSetup, primary: ApiPrice,
               rows: list, cap: Capacity, simulated: bool, factors: DecisionFactors,
-              quantization: str | None) -> tuple[list[str], str]:
+              inputs: DecisionInputs) -> tuple[list[str], str]:
     """(the answer's lines, the verdict) with or without a volume, a warning when the capacity is only a lower bound
     (``simulated``: a simulated run at its offered load, whose fix differs), and a note when the row is another
-    model."""
+    model; ``inputs``' --quantization and engine word the FP8 API row's note."""
     if decision is not None:
         head = verdict_lines(decision, b_vol, gpu_words(decision.packing), setup.num_gpus)
         head += [w for w in (people_scale_line(decision, setup.engineer_months_per_month, setup.num_gpus),) if w]
@@ -195,7 +196,7 @@ def _headline(decision: Decision | None, b_vol: Any, setup: SelfHostSetup, prima
         head.append(f"  note: {primary.key} is not the same model: compare quality separately"
                     + (f" (rows serving it: {', '.join(others)})" if others else " (no catalog row serves this model)"))
         head += same_model_cheaper_lines(decision)  # the same open model as an API beats self-hosting it
-    head += api_row_notes(primary, quantization)  # an FP8 API row against the plan's weights, a list price withdrawn
+    head += api_row_notes(primary, inputs.quantization, inputs.engine)  # an FP8 row, a withdrawn price
     head += spare_replica_lines(decision, setup)  # one replica priced with no spare for failover
     return head, verdict
 
@@ -250,7 +251,7 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     notes += _caveats(gp.estimate)
     ins, outs = per_req[:2] if split else (cap.mean_input_tokens, cap.mean_output_tokens)
     sh_req = (sh_in.total_usd * ins + sh_out.total_usd * outs) / 1e6
-    head, verdict = _headline(decision, b_vol, setup, primary, rows, cap, gp.simulated, factors, inputs.quantization)
+    head, verdict = _headline(decision, b_vol, setup, primary, rows, cap, gp.simulated, factors, inputs)
     second, sh_req = _secondary(decision, setup.utilization, util_how, sh_req, api_req, cap)
     inputs_d = _inputs_dict(setup, packing, util_how, inputs.people_source, primary, mix, (api_req, sh_req))
     per_row = per_request_rows(rows, mix, per_req)  # cheapest first, as the text lists them

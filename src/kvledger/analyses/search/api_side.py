@@ -67,7 +67,7 @@ def _prefix_note(spec: Any, mix: Any, price: Any, prompt_mean: float) -> list[st
 def _row_notes(spec: Any, price: Any) -> list[str]:
     """What ``cost`` says of the same row: that a named row serves another model than the one searched
     (``same_model_rows``: not among the rows serving it), and that an FP8 row is set against the self-hosted weights
-    (``quantized_row_note``, with the search's --quantization)."""
+    (``quantized_row_note``, with the search's --quantization and engine)."""
     from kvledger.catalog.api_match import same_model_rows
     from kvledger.ledgers.api_cost import historical_row_note, quantized_row_note
 
@@ -76,7 +76,7 @@ def _row_notes(spec: Any, price: Any) -> list[str]:
     if price.key not in {r.key for r in same_model_rows(spec.model, with_historical=True)}:
         out.append(f"{price.key} is not the same model as {spec.model}: compare quality separately"
                    + (f" (rows serving it: {', '.join(same)})" if same else " (no catalog row serves this model)"))
-    fp8 = quantized_row_note(price, getattr(spec, "quantization", None))
+    fp8 = quantized_row_note(price, getattr(spec, "quantization", None), getattr(spec, "engine", None))
     old = historical_row_note(price)
     return out + [n.strip().removeprefix("note: ") for n in (fp8, old) if n]
 

@@ -121,10 +121,15 @@ def decision_inputs(
             notes.append(why)
     rests, band, band_src, sides = rests_on_for(gpu_id, sim)
     return DecisionInputs(api_rows_for(model, named), buy, power, people.source, band, band_src, tuple(rests),
-                          model, sides, quantization or _quantization(sim), peak_to_mean), notes
+                          model, sides, quantization or _quantization(sim), peak_to_mean,
+                          getattr(_plan_settings(sim), "engine", None)), notes
+
+
+def _plan_settings(sim: Any) -> Any:
+    """The simulated plan's settings (its engine, its --quantization), None for a measured file."""
+    return getattr(getattr(getattr(sim, "setup", None), "plan", None), "settings", None)
 
 
 def _quantization(sim: Any) -> str | None:
     """The --quantization the simulated plan loads its weights with (fp8), None for a measured file or none given."""
-    settings = getattr(getattr(getattr(sim, "setup", None), "plan", None), "settings", None)
-    return getattr(settings, "quantization", None)
+    return getattr(_plan_settings(sim), "quantization", None)
