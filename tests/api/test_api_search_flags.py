@@ -110,6 +110,20 @@ def test_disaggregated_units_and_link_flags_are_the_commands_json():
     assert d.spec.allreduce_link_share == 0.5 and d.spec.inter_node_link == "50GB/s"
 
 
+def test_sglang_mem_fraction_static_is_the_commands_json():
+    # search --engine sglang --mem-fraction-static 0.85 and kvledger.search(engine="sglang", mem_fraction_static=0.85)
+    # write the same document; every candidate's plan is at the fraction given (the CLI test works out its pool)
+    args = ("meta-llama/Llama-3.2-3B", "--slo", "ttft=2s,tpot=100ms", "--gpus", "L4", "--tp", "1", "--max-model-len",
+            "8K", "--num-requests", "60", "--rate", "5", "--engine", "sglang", "--max-running-requests", "32",
+            "--kv-cache-dtype", "fp8_e4m3", "--mem-fraction-static", "0.85")
+    rc, cli = _cli(*args)
+    d = kvledger.search("meta-llama/Llama-3.2-3B", slo="ttft=2s,tpot=100ms", gpus=["L4"], tp=[1], max_model_len="8K",
+                        num_requests=60, rate=5.0, engine="sglang", max_num_seqs=[32], kv_cache_dtype=["fp8_e4m3"],
+                        mem_fraction_static=0.85, cache=False)
+    assert rc == 0 and _plain(d.to_dict()) == cli
+    assert d.spec.mem_fraction_static == 0.85 and cli["candidates"][0]["plan"]["mem_fraction_static"] == 0.85
+
+
 class _Stop(Exception):
     """Raised by the stand-in search: the spec is built, no candidate is run."""
 
@@ -176,6 +190,9 @@ BAD = [
     (("--offload", "gpu:1GiB"), dict(offload=["gpu:1GiB"])),
     (("--host-memory-usd-per-gib-month", "-1"), dict(host_memory_usd_per_gib_month=-1.0)),
     (("--offload", "cpu:64GiB", "--seeds", "2"), dict(offload=["cpu:64GiB"], seeds=2)),
+    (("--mem-fraction-static", "0.85"), dict(mem_fraction_static=0.85)),  # SGLang's, under vLLM
+    (("--engine", "sglang", "--gpu-memory-utilization", "0.9"), dict(engine="sglang", gpu_memory_utilization=0.9)),
+    (("--engine", "sglang", "--mem-fraction-static", "1.5"), dict(engine="sglang", mem_fraction_static=1.5)),
 ]
 
 

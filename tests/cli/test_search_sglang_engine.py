@@ -71,9 +71,9 @@ def test_capacity_is_cost_simulate_sglang_s(sg):
 def test_vllm_only_flags_are_refused_together():
     msg = refused(*BASE, "--gpu-memory-utilization", "0.9", "--quantization", "fp8", "--disagg")
     assert msg.startswith("search --engine sglang plans and simulates SGLang, so it refuses vLLM's flags: "
-                          "--gpu-memory-utilization is vLLM's (SGLang's pool is sized by mem_fraction_static, computed "
-                          "as SGLang computes its default); --quantization is vLLM's (SGLang's online quantization is "
-                          "not modelled); --disagg is vLLM's")
+                          "--gpu-memory-utilization is vLLM's (SGLang's pool is sized by --mem-fraction-static: give "
+                          "that, or leave both out for SGLang's default); --quantization is vLLM's (SGLang's online "
+                          "quantization is not modelled); --disagg is vLLM's")
     assert msg.endswith("; drop them, or search vLLM (--engine vllm, the default)")
     for extra in (["--enable-expert-parallel"], ["--offload", "cpu:64GiB"], ["--mamba-ssm-cache-dtype", "float32"],
                   ["--data-parallel-size", "2"], ["--all2all-backend", "naive"]):
@@ -95,6 +95,34 @@ def test_fp8_api_row_note_does_not_ask_for_the_refused_quantization_flag():
     head = cli_json("cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "L40S", "--engine", "sglang",
                     "--max-model-len", "8K", "--num-requests", "50", "--slo", "ttft=2s,tpot=100ms")["headline"]
     assert any(line.strip() == "note: " + fp8 for line in head)
+
+
+def test_mem_fraction_static_sizes_every_candidates_pool_and_launch_line():
+    # `plan ... --engine sglang --mem-fraction-static 0.85` for the fp8 candidate: free before the weights load
+    # 23,230,068,817 B (L4), × 0.85 − weights 6,425,499,648 − RoPE 67,108,864 − segment tails 2,271,232 − load
+    # overhead 69,793,219 = 13,180,885,532 B → floor(÷ 57,344 B/token) = 229,856 tokens: (0.85 − 0.821) × 23,230,068,817
+    # = 673,671,996 B, 11,748 tokens more than the 218,108 at SGLang's own 0.821 (test above)
+    d = cli_json(*BASE, "--kv-cache-dtype", "fp8_e4m3", "--mem-fraction-static", "0.85")
+    assert d["spec"]["mem_fraction_static"] == 0.85
+    w = d["winner"]
+    p = _entry(d, w["id"])["plan"]
+    assert (p["mem_fraction_static"], p["available_kv_bytes"], p["num_gpu_blocks"]) == (0.85, 13180885532, 229856)
+    assert "--mem-fraction-static 0.85 --kv-cache-dtype fp8_e4m3" in w["launch"]["sglang"]
+    assert cli_json(*w["launch"]["check"].split()[1:])["memory"]["num_gpu_blocks"] == 229856
+    # the default run's spec has no such key (a ledger written before the flag still resumes)
+    assert "mem_fraction_static" not in cli_json(*BASE, "--kv-cache-dtype", "fp8_e4m3")["spec"]
+
+
+def test_each_engines_fraction_is_refused_under_the_other(cli_entry):
+    code, out, _ = cli_entry(*BASE[:-6], "--mem-fraction-static", "0.85", "--json")
+    assert code == 2 and json.loads(out)["error"]["message"] == (
+        "--mem-fraction-static 0.85 is SGLang's fraction, and this search plans and simulates vLLM: give "
+        "--gpu-memory-utilization for vLLM's, or add --engine sglang")
+    assert refused(*BASE, "--gpu-memory-utilization", "0.9") == (
+        "search --engine sglang plans and simulates SGLang, so it refuses vLLM's flags: --gpu-memory-utilization is "
+        "vLLM's (SGLang's pool is sized by --mem-fraction-static: give that, or leave both out for SGLang's default); "
+        "drop them, or search vLLM (--engine vllm, the default)")
+    assert "--mem-fraction-static 1.5 is out of range" in refused(*BASE, "--mem-fraction-static", "1.5")
 
 
 def test_exit_status_and_engine_word(cli_entry):
@@ -167,7 +195,7 @@ def test_dp_attention_refusals():
 def test_ledger_is_the_same_with_one_worker_and_the_pool(tmp_path, monkeypatch):
     # the SGLang candidates run in process and in a 2-process pool write the same ledger, byte for byte (no store)
     monkeypatch.setenv("KVLEDGER_NO_CACHE", "1")
-    args = (*BASE, "--gpus", "L4,L40S", "--kv-cache-dtype", "auto,fp8_e4m3")
+    args = (*BASE, "--gpus", "L4,L40S", "--kv-cache-dtype", "auto,fp8_e4m3", "--mem-fraction-static", "0.8")
     serial, pool = tmp_path / "serial.jsonl", tmp_path / "pool.jsonl"
     a = cli_json(*args, "--backend", "serial", "--ledger", str(serial))
     b = cli_json(*args, "--backend", "pool", "--workers", "2", "--ledger", str(pool))

@@ -32,8 +32,8 @@ def search(model: str, *, slo: str, target: float = 0.9, gpus: Sequence[str] | N
            shared_prefix_tokens: int | None = None, document_pool: str | None = None, workload: str | None = None,
            sessions: int | None = None,
            session_rate: float | None = None, max_model_len: int | str | None = None,
-           gpu_memory_utilization: float | None = None, quantization: str | None = None,
-           engine: str | None = None, engine_version: str | None = None,
+           gpu_memory_utilization: float | None = None, mem_fraction_static: float | None = None,
+           quantization: str | None = None, engine: str | None = None, engine_version: str | None = None,
            enable_expert_parallel: bool | None = None, wddm: bool | None = None,
            step_cost: str = "roofline", mamba_ssm_cache_dtype: str | None = None, cpu_overhead: str | None = None,
            gpu_profile: str | None = None, gemm_efficiency: str | None = None, client_latency: str | None = None,
@@ -51,7 +51,8 @@ def search(model: str, *, slo: str, target: float = 0.9, gpus: Sequence[str] | N
     ``max_num_seqs``, ``max_num_batched_tokens``, ``prefix_caching``, ``enable_expert_parallel`` and, for a MoE model,
     ``data_parallel_size``; ``disagg``: also prefill/decode units of ``disagg_splits``, "P:D"; None: the command's
     default axis) against ``slo`` at ``target``, as ``kvledger search MODEL --slo SLO``; ``engine`` "sglang" plans,
-    simulates and launches them as SGLang (None: vLLM). The workload is a trace, a
+    simulates and launches them as SGLang (None: vLLM), its pool sized by ``mem_fraction_static`` (None: SGLang's
+    default; ``gpu_memory_utilization`` is vLLM's). The workload is a trace, a
     synthetic one or ``workload`` "chat"/"agent" sessions (``sessions``, ``session_rate``); ``rate``, a monthly
     volume or ``session_rate`` sizes replicas and bills; ``api`` adds an API's bill; ``offload`` (["none",
     "cpu:256GiB"]) adds KV tier variants, priced at ``host_memory_usd_per_gib_month`` / ``nvme_usd_per_gib_month``
@@ -196,8 +197,8 @@ def _groups(v: dict[str, Any]) -> tuple[Any, ...]:
 
 #: the group fields a call's value fills as it is (max_model_len and gpu_usd_per_hour: as their text, in _groups)
 _AS_GIVEN = ("trace", "prompt_lengths", "output_lengths", "arrival_cv", "num_requests", "seed", "shared_prefix_tokens",
-             "document_pool",
-             "gpu_memory_utilization", "quantization", "engine_version", "step_cost", "cpu_overhead", "gpu_profile",
+             "document_pool", "gpu_memory_utilization", "mem_fraction_static", "quantization", "engine_version",
+             "step_cost", "cpu_overhead", "gpu_profile",
              "gemm_efficiency", "client_latency", "prefix_cache_retention_interval", "enable_expert_parallel", "wddm",
              "mamba_ssm_cache_dtype", "allreduce_link_share", "inter_node_link", "gpu_provider", "utilization",
              "max_utilization", "batch_share", "cache_hit_rate", "cache_write_rate")

@@ -40,7 +40,8 @@ WORKLOAD = GroupUse(WorkloadFlags, only=("trace", "prompt_lengths", "output_leng
                     help={"num_requests": "Requests per simulated probe (the same seeded requests for every "
                                           "candidate).",
                           "seed": "RNG seed of the workload."})
-ENGINE = GroupUse(EngineFlags, only=("max_model_len", "gpu_memory_utilization", "quantization", "engine_version",
+ENGINE = GroupUse(EngineFlags, only=("max_model_len", "gpu_memory_utilization", "mem_fraction_static", "quantization",
+                                     "engine_version",
                                      "step_cost", "cpu_overhead", "gpu_profile", "gemm_efficiency",
                                      "allreduce_link_share", "wddm", "client_latency", "enable_expert_parallel",
                                      "mamba_ssm_cache_dtype", "inter_node_link", "prefix_cache_retention_interval"),
@@ -57,7 +58,10 @@ ENGINE = GroupUse(EngineFlags, only=("max_model_len", "gpu_memory_utilization", 
                                         "with --engine sglang the SGLang release's. Under vLLM each SGLang launch "
                                         "line is an unsimulated equivalent.",
                       "gpu_memory_utilization": "vLLM fraction of device memory, every candidate (default: the "
-                                                "vLLM version's).",
+                                                "vLLM version's; not with --engine sglang).",
+                      "mem_fraction_static": "With --engine sglang: SGLang's fraction of the memory free before the "
+                                             "weights load, every candidate (default: computed as SGLang computes it "
+                                             "from each GPU's memory and TP, as `kvledger plan --engine sglang`).",
                       "quantization": "vLLM --quantization fp8 for every candidate: an unquantized checkpoint's "
                                       "linear weights quantized to FP8 on load, as `kvledger plan -q fp8` plans them "
                                       "(the bytes freed go to the KV pool; steps read FP8 weights, with FP8 GEMMs "

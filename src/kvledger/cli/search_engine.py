@@ -28,7 +28,7 @@ def _vllm_only(e: Any, ax: Any, run: Any, dp: Any) -> list[tuple[bool, str, str]
     """(given, the flag, what SGLang's search does instead) for each vLLM-only flag search takes."""
     return [
         (e.gpu_memory_utilization is not None, "--gpu-memory-utilization",
-         "SGLang's pool is sized by mem_fraction_static, computed as SGLang computes its default"),
+         "SGLang's pool is sized by --mem-fraction-static: give that, or leave both out for SGLang's default"),
         (e.quantization is not None, "--quantization", "SGLang's online quantization is not modelled"),
         (e.enable_expert_parallel is not None, "--enable-expert-parallel/--no-enable-expert-parallel",
          "SGLang's expert parallelism is --ep-size, not a search axis (`kvledger cost --simulate --engine sglang "
@@ -45,13 +45,17 @@ def _vllm_only(e: Any, ax: Any, run: Any, dp: Any) -> list[tuple[bool, str, str]
 
 def check_search_engine(text: str | None, e: Any, ax: Any, run: Any, dp: Any) -> str | None:
     """The engine of ``--engine`` (``search_engine``); with sglang, every vLLM-only flag given refused (all of them
-    named together); --enable-dp-attention refused with vLLM.
+    named together); --mem-fraction-static and --enable-dp-attention, SGLang's, refused with vLLM.
 
     Raises:
         InputError: an unknown engine; the flags and, for each, why SGLang's search does not take it.
     """
     engine = search_engine(text)
     if engine != "sglang":
+        if e.mem_fraction_static is not None:
+            raise InputError(f"--mem-fraction-static {e.mem_fraction_static:g} is SGLang's fraction, and this search "
+                             "plans and simulates vLLM: give --gpu-memory-utilization for vLLM's, or add --engine "
+                             "sglang")
         if dp.enable_dp_attention:
             from kvledger.cli.dp_flags import DP_REFUSAL
 

@@ -52,6 +52,7 @@ def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
                           document_pool=spec.document_pool,
                           engine_version=spec.engine_version, tp=cand.tp,
                           max_model_len=spec.max_model_len, gpu_memory_utilization=spec.gpu_memory_utilization,
+                          mem_fraction_static=spec.mem_fraction_static,
                           kv_cache_dtype=cand.kv_cache_dtype, max_num_batched_tokens=cand.max_num_batched_tokens,
                           max_num_seqs=cand.max_num_seqs, enable_prefix_caching=cand.enable_prefix_caching,
                           step_cost=spec.step_cost, cpu_overhead=spec.cpu_overhead, gpu_profile=profile or None,

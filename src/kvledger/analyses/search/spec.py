@@ -33,9 +33,8 @@ class SearchSpec:
     """Inputs shared by every candidate: model, workload, SLO, step cost and the pricing and sizing inputs. Attributes:
         model: HF id, alias or config path. slo: the SLO as text (``ttft=200ms,tpot=50ms``). target: attainment target.
         trace, num_requests, seed, synthetic, shared_prefix_tokens, document_pool: the workload of every probe (the
-            same seeded requests, system prompt and documents for all); ``synthetic`` is a ``SyntheticSpec``, or a
-            ``session_spec.SessionSpec`` (sessions probed at turn rates);
-            with one, ``trace`` is unused and left out of the JSON (``to_dict``).
+            same seeded requests, system prompt and documents for all); ``synthetic``: a ``SyntheticSpec`` or a
+            ``session_spec.SessionSpec`` (sessions at turn rates), ``trace`` then unused and out of the JSON.
         step_cost: ``roofline`` or ``calibrated`` (``kvledger.analyses.serving.step_cost_choice``); cpu_overhead:
             per-step CPU time added to the roofline (``2ms``; None: none). gpu_profile: ``--gpu-profile`` (a GPU-scope
             calibration file prices the candidates on its GPU; "none"; None: each GPU's bundled profile).
@@ -44,8 +43,8 @@ class SearchSpec:
         allreduce_link_share: ``--allreduce-link-share``, the TP all-reduces' share of their link's one-direction
             bandwidth, in (0, 1], for every candidate at TP > 1 (its simulations, its bounds, its disaggregated pools);
             None: each GPU profile's fitted share, else ``accounting.tp_comm``'s rule.
-        engine_version, max_model_len, gpu_memory_utilization, mamba_ssm_cache_dtype, inter_node_link (a TP group over
-            nodes: a GPU's NIC, as ``--inter-node-link``), prefix_cache_retention_interval (vLLM ≥ 0.29),
+        engine_version, max_model_len, gpu_memory_utilization (SGLang's: mem_fraction_static), mamba_ssm_cache_dtype,
+            inter_node_link (a TP group over nodes: a GPU's NIC), prefix_cache_retention_interval (vLLM ≥ 0.29),
             all2all_backend (vLLM's, for the DP candidates): fixed flags (None: default). quantization: vLLM
             ``--quantization`` of every candidate ("fp8": weights quantized on load; None: none). wddm: every
             candidate under the Windows display driver (Windows, WSL2; ``plan --wddm``).
@@ -66,7 +65,7 @@ class SearchSpec:
     __json_optional__ = ("gpu_usd_per_hour", "gpu_profile", "client_latency", "allreduce_link_share", "quantization",
                          "monthly_input_tokens", "monthly_output_tokens", "shared_prefix_tokens", "all2all_backend",
                          "mamba_ssm_cache_dtype", "inter_node_link", "prefix_cache_retention_interval", "document_pool",
-                         "engine", "enable_dp_attention")
+                         "engine", "enable_dp_attention", "mem_fraction_static")
 
     model: str
     slo: str
@@ -85,6 +84,7 @@ class SearchSpec:
     engine_version: str | None = None
     max_model_len: int | None = None
     gpu_memory_utilization: float | None = None
+    mem_fraction_static: float | None = None  # SGLang's fraction, every candidate (engine "sglang"; None: its default)
     quantization: str | None = None
     gpu_provider: str | None = None
     utilization: float | None = None
