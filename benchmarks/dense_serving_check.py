@@ -39,6 +39,7 @@ METRICS = {
     "tpot_mean_ms": ("tpot_s", "mean", 1e3, "tpot_mean"),
     "ttft_p50_ms": ("ttft_s", "p50", 1e3, None),
     "itl_p50_ms": ("itl_s", "p50", 1e3, None),
+    "itl_mean_ms": ("itl_s", "mean", 1e3, None),
     "request_per_s": ("throughput_req_per_s", None, 1.0, "throughput"),
     "output_tok_per_s": ("throughput_output_tok_per_s", None, 1.0, "throughput"),
 }
@@ -54,6 +55,8 @@ def sim_argv(p: dict) -> list[str]:
             "--rate", p["request_rate"] or "inf", "--num-requests", p["source_num_requests"], "--json"]
     if p["concurrency"]:
         argv += ["--concurrency", p["concurrency"]]
+    if p.get("engine") == "sglang":
+        argv += ["--engine", "sglang"]
     if p["engine_version"]:
         argv += ["--engine-version", p["engine_version"]]
     return argv + (p.get("extra_flags") or "").split()
