@@ -108,3 +108,12 @@ def test_sglang_04_request_pool_bounds_the_sizes():
     assert sglang_version_defaults((0, 4, 0), 24_564, 4).cuda_graph_max_bs == 8
     assert sglang_version_defaults((0, 4, 0, 1), 24_564, 4).cuda_graph_max_bs == 80
     assert sglang_version_defaults((0, 4, 1), 24_564, 2).cuda_graph_max_bs == 8
+
+
+def test_045_post3_capture_list_not_replayed():
+    # 0.4.5.post2's cuda_graph_runner.py lists [1, 2, 4] + 8…160 by 8 (the 0.4.0 list, padded to); 0.4.5.post3's lists
+    # by GPU memory as 0.4.6 does, so the replay leaves its decode batches unpadded (None), as for 0.4.6
+    g = get_gpu("H200")
+    sizes, _ = sglang_capture_sizes(g, 8, 1, "0.4.5.post2")
+    assert sizes[:4] == (1, 2, 4, 8) and sizes[-1] == 160
+    assert sglang_capture_sizes(g, 8, 1, "0.4.5.post3") is None

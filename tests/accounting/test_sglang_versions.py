@@ -41,6 +41,15 @@ def test_046_keeps_13_gib_on_gpus_above_80_gib():
     assert h200 == pytest.approx((143_771 - 13_312) / 143_771) and round(h200, 6) == 0.907408
 
 
+def test_045_post3_brings_the_13_gib_rule():
+    # 0.4.5.post3's server_args.py has 0.4.6's branch above 81,920 MiB; 0.4.5.post2's the TP table alone. Public
+    # check: llm-ie-benchmarks' DeepSeek-R1 logs on 8 × H200 print mem_fraction_static=0.81 under 0.4.5.post2 and
+    # 0.9074083090470262 = (143,771 − 13,312) / 143,771 under 0.4.5.post3
+    assert _frac("0.4.5.post2", H200_MIB, 8) == 0.81
+    assert _frac("0.4.5.post3", H200_MIB, 8) == pytest.approx(0.9074083090470262, abs=1e-12)
+    assert _frac("0.4.5.post3", H100_MIB, 8) == 0.81  # at or below 81,920 MiB the table still holds
+
+
 def test_047_own_rule():
     # 0.4.7: H100 table by TP×PP (0.87 at TP 2); H200 (143,771 MiB > 96 GiB): min(0.88 + 49,152 × 0.12 / 143,771,
     # (143,771 − 18,432) / 143,771) = min(0.92103, 0.87180) = 0.871796; B200-class above 180,000 MiB: 0.79

@@ -1,19 +1,21 @@
 """SGLang's start-up memory defaults version by version: mem_fraction_static, chunked_prefill_size and the decode
 CUDA-graph batch size, as ``srt/server_args.py`` sets them when the user does not.
 
-Read from the wheels of 0.4.0, 0.4.0.post1, 0.4.1, 0.4.3, 0.4.5, 0.4.6, 0.4.6.post1, 0.4.6.post2, 0.4.6.post4,
-0.4.6.post5, 0.4.7, 0.4.8, 0.4.9, 0.5.0rc0, 0.5.1, 0.5.2, 0.5.3, 0.5.5 and 0.5.10 (0.5.23:
+Read from the wheels of 0.4.0, 0.4.0.post1, 0.4.1, 0.4.3, 0.4.5, 0.4.5.post2, 0.4.5.post3, 0.4.6, 0.4.6.post1,
+0.4.6.post2, 0.4.6.post4, 0.4.6.post5, 0.4.7, 0.4.8, 0.4.9, 0.5.0rc0, 0.5.1, 0.5.2, 0.5.3, 0.5.5 and 0.5.10 (0.5.23:
 ``arg_groups/memory_hook.py``, in ``memory.py``). GPU memory is nvidia-smi's total in MiB
 (``get_device_memory_capacity``). The pool rule itself did not change over these releases
 (``model_runner.py::profile_max_num_token``: free memory after the weights − free memory before them × (1 −
 mem_fraction_static)); only its inputs did. Where a rule changed between two read versions, it switches at the later one
-and the source says so. 0.4.0–0.4.5 set ``cuda_graph_max_bs`` 160 from 25,000 MiB (read in 0.4.0, 0.4.0.post1, 0.4.1,
-0.4.3); from 0.4.6 to 0.5.2 a GPU of 35 GiB or more leaves it unset (the graph runner's own list: up to 160, or 256
-above 81,920 MiB in 0.4.6's ``cuda_graph_runner.py``; 160 here, and the replay does not pad those releases' decode
-batches, sglang_steps.py); it does not enter the fraction there.
+and the source says so. 0.4.0–0.4.5.post2 set ``cuda_graph_max_bs`` 160 from 25,000 MiB (read in 0.4.0, 0.4.0.post1,
+0.4.1, 0.4.3, 0.4.5.post2); from 0.4.5.post3 to 0.5.2 a GPU of 35 GiB or more leaves it unset (the graph runner's
+own list: up to 160 in 0.4.5.post3's and 0.4.6's ``cuda_graph_runner.py``; 160 here, and the replay does not pad those
+releases' decode batches, sglang_steps.py); it does not enter the fraction there.
 
-  * 0.4.0–0.4.5: mem_fraction_static by TP alone: 0.88 (TP 1), 0.87 (2–3), 0.85 (4–7), 0.81 (8–15), 0.79 (≥ 16).
-  * 0.4.6 and 0.4.6.post1: the same up to 81,920 MiB; above, (memory − 13 GiB) ÷ memory (not rounded).
+  * 0.4.0–0.4.5.post2: mem_fraction_static by TP alone: 0.88 (TP 1), 0.87 (2–3), 0.85 (4–7), 0.81 (8–15), 0.79 (≥ 16).
+  * 0.4.5.post3–0.4.6.post1: the same up to 81,920 MiB; above, (memory − 13 GiB) ÷ memory (not rounded). Public
+    check: llm-ie-benchmarks' DeepSeek-R1 logs on 8 × H200 print mem_fraction_static=0.9074083090470262 =
+    (143,771 − 13,312) ÷ 143,771 under 0.4.5.post3, and 0.81 under 0.4.5.post2.
   * 0.4.6.post2–0.4.6.post5 (read in all four wheels): the table by TP×PP up to 81,920 MiB, else 0.88; above 96 GiB
     min(f + 48 GiB·(1 − f) ÷ memory, (memory − 18 GiB) ÷ memory). Public check: sglang#6753 (H200, 2025-05-29,
     between 0.4.6.post5 and 0.4.7) prints mem_fraction_static=0.8717961202189594 = (143,771 − 18,432) ÷ 143,771.
@@ -185,14 +187,16 @@ def sglang_version_defaults(ver: tuple[int, ...], smi_mib: float, tp: int, pp: i
         return SglangDefaults(cps, gbs, *_rule_047(smi_mib, tp * pp))
     if ver >= (0, 4, 6, 2):
         return SglangDefaults(cps, gbs, *_rule_047(smi_mib, tp * pp, vtxt))
-    if ver >= (0, 4, 6) and smi_mib > 81_920:
+    if ver >= (0, 4, 5, 3) and smi_mib > 81_920:  # 0.4.5.post3 brought it (its server_args.py; 0.4.5.post2's has
+        # the TP table alone)
         frac = (smi_mib - 13 * 1024) / smi_mib
         return SglangDefaults(cps, gbs, frac, (
-            f"SGLang {vtxt} default above 80 GiB (server_args.py, read in 0.4.6): ({smi_mib:,.0f} − 13 GiB) / "
-            f"{smi_mib:,.0f}"))
+            f"SGLang {vtxt} default above 80 GiB (server_args.py, read in 0.4.5.post3 and 0.4.6): ({smi_mib:,.0f} − "
+            f"13 GiB) / {smi_mib:,.0f}"))
     frac = _by_tp(tp)
     return SglangDefaults(cps, gbs, frac, (
-        f"SGLang {vtxt} default by TP {tp} (server_args.py, read in 0.4.0, 0.4.3, 0.4.5 and 0.4.6: 0.88 / 0.87 / "
+        f"SGLang {vtxt} default by TP {tp} (server_args.py, read in 0.4.0, 0.4.3, 0.4.5, 0.4.5.post2 and 0.4.6: 0.88 / "
+        "0.87 / "
         "0.85 / 0.81 / 0.79 at TP 1 / 2 / 4 / 8 / 16)"))
 
 

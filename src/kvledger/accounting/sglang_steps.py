@@ -48,12 +48,12 @@ SGLANG_TORCH_COMPILE_MAX_BS = 32
 SGLANG_SEQ_LEN_FILL = 1
 """KV tokens a padding row attends (``get_cuda_graph_seq_len_fill_value`` of the attention backends), tokens."""
 SGLANG_04_SIZES = (1, 2, 4, *range(8, 161, 8))
-"""The decode sizes SGLang 0.4.0–0.4.5 lists before its filters (``model_executor/cuda_graph_runner.py``, read in
-0.4.0, 0.4.0.post1, 0.4.1 and 0.4.3: ``[1, 2, 4] + [i * 8 for i in range(1, 21)]``; 0.4.6 lists other sizes),
-requests."""
-SGLANG_LISTS_NOT_READ = ((0, 4, 6), SGLANG_LATEST)
-"""The releases, [from, to), whose capture list was not read: 0.4.6 changed it (its wheel), and 0.4.9 and 0.5.3 changed
-it again; the replay prices their decode steps unpadded."""
+"""The decode sizes SGLang 0.4.0–0.4.5.post2 lists before its filters (``model_executor/cuda_graph_runner.py``, read in
+0.4.0, 0.4.0.post1, 0.4.1, 0.4.3 and 0.4.5.post2: ``[1, 2, 4] + [i * 8 for i in range(1, 21)]``; 0.4.5.post3 and
+0.4.6 list other sizes), requests."""
+SGLANG_LISTS_NOT_READ = ((0, 4, 5, 3), SGLANG_LATEST)
+"""The releases, [from, to), whose capture list is not replayed: 0.4.5.post3 changed it (its wheel: by GPU memory, as
+0.4.6), and 0.4.9 and 0.5.3 changed it again; the replay prices their decode steps unpadded."""
 SGLANG_OVERLAP_NOTE = ("overlap scheduling (managers/scheduler.py, on unless --disable-overlap-schedule: "
                        "server_args.py disable_overlap_schedule False in 0.4.0, 0.4.0.post1, 0.4.1, 0.4.3, 0.4.6, "
                        "0.4.9, 0.5.3; 0.5.23 event_loop_overlap): a step takes max(GPU, CPU); "
@@ -177,9 +177,9 @@ def capture_sizes_04(ver: tuple[int, ...], max_bs: int, pool_size: int | None = 
 def sglang_capture_sizes(gpu: Any, tp: int, pp: int, engine_version: str | None, max_running_given: int | None = None,
                          pool_requests: int | None = None) -> tuple[tuple[int, ...], str] | None:
     """(the decode sizes SGLang captures on ``gpu`` at TP ``tp`` × PP ``pp`` by default, where they come from); None
-    for a release whose capture list was not read (0.4.6–0.5.22: ``SGLANG_LISTS_NOT_READ``). ``max_running_given``:
-    ``--max-running-requests`` when set (0.5.23: it caps the default ``cuda_graph_max_bs``, ``memory_hook.py``;
-    0.4.x: the request pool holds it + 1); ``pool_requests``: the request pool's size (the resolved
+    for a release whose capture list is not replayed (0.4.5.post3–0.5.22: ``SGLANG_LISTS_NOT_READ``).
+    ``max_running_given``: ``--max-running-requests`` when set (0.5.23: it caps the default ``cuda_graph_max_bs``,
+    ``memory_hook.py``; 0.4.x: the request pool holds it + 1); ``pool_requests``: the request pool's size (the resolved
     ``max_running_requests``, ``get_batch_sizes_to_capture``)."""
     ver = parse_sglang_version(engine_version) if engine_version else SGLANG_LATEST
     if SGLANG_LISTS_NOT_READ[0] <= ver < SGLANG_LATEST:
