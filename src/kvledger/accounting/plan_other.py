@@ -26,11 +26,9 @@ from kvledger.accounting.kvcache import KVLedger
 from kvledger.accounting.max_model_len import long_len_notes, resolve_max_model_len
 from kvledger.accounting.memory import Deduction, MemoryPlan
 from kvledger.accounting.overheads import NON_TORCH_BYTES
-from kvledger.accounting.platforms import platform
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_ep import sglang_ep_size
 from kvledger.accounting.sglang_graphs import sglang_graph_note, sglang_resolved_defaults, sglang_scheduler_line
-from kvledger.accounting.sglang_load import sglang_load_buffers
 from kvledger.accounting.sglang_mamba import sglang_mamba_ratio
 from kvledger.accounting.sglang_prefill_graphs import sglang_prefill_note
 from kvledger.accounting.sglang_prefill_off import prefill_off_for_model
@@ -43,6 +41,7 @@ from kvledger.accounting.sglang_rules import (
     sglang_preload_high_bytes,
     sglang_version_text,
 )
+from kvledger.accounting.sglang_shared_fusion import sglang_load_items
 from kvledger.accounting.transferred_ranges import weights_range
 from kvledger.accounting.trtllm_terms import trtllm_items, trtllm_ranges
 from kvledger.accounting.trtllm_version import trtllm_before, trtllm_release
@@ -92,9 +91,8 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     w, how = sglang_rank_weights(model, s)  # dp_attention.py: whole attention per DP rank, or 1/TP
     # a given weights figure is SGLang's own "mem usage", which already holds the load's overhead
     x_lo, x, x_hi_load = (0.0, 0.0, 0.0) if s.weights_bytes is not None else (g * GiB for g in SGLANG_LOAD_EXTRA_GIB)
-    bufs = sglang_load_buffers(model, s.tp, ver, platform(gpu) == "ROCm")
-    rope, tails = (0, 0) if s.weights_bytes is not None else (bufs.rope_bytes, bufs.tail_bytes)
-    w_all = w + rope + tails  # what "mem usage" holds besides the measured overhead
+    load_items = sglang_load_items(model, gpu, s, ver)  # RoPE buffer, segment tails, shared-expert copies
+    w_all = w + sum(i.bytes for i in load_items)  # what "mem usage" holds besides the measured overhead
     held = sglang_preload_bytes(s.tp, gpu.nvlink_all_to_all)
     total, total_lo, total_hi = wddm_total(gpu, s.wddm)  # --wddm: the whole board, less the driver's hold below
     hold = wddm_held_term(gpu) if s.wddm else None
@@ -105,9 +103,7 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     r_lo, r_hi = held - NON_TORCH_BYTES + h_pt - h_lo, x_hi - held + h_hi - h_pt
     w_lo, w_hi, w_why = (w, w, "") if s.weights_bytes is not None else weights_range(model, w, gpu.arch, "SGLang")
     items = (Deduction("weights", w, "given" if s.weights_bytes is not None else f"computed: {how}", w_lo, w_hi, w_why),
-             *((Deduction(N.SGLANG_ROPE_BUFFER, rope, N.sglang_load_buffers_source(bufs.rope_how)),
-                Deduction(N.SGLANG_SEGMENT_TAILS, tails, N.sglang_load_buffers_source(bufs.tail_how)))
-               if s.weights_bytes is None else ()),
+             *load_items,
              Deduction(N.SGLANG_LOAD_EXTRA, x, N.SGLANG_LOAD_EXTRA_SOURCE, x_lo, x_hi_load),
              Deduction(N.SGLANG_RESERVE, reserve, N.sglang_reserve_source(1 - mfs, total / GiB, (held + h_pt) / GiB,
                                                                          held > SGLANG_PRELOAD_GIB[False] * GiB),

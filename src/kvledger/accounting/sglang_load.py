@@ -62,14 +62,17 @@ def _group_key(path: str) -> str:
     return f"{m['mod']}.{_FUSED.get(leaf, leaf)}.{m['param']}"
 
 
-def sglang_rank_tensors(model: ModelSpec, tp: int) -> list[int]:
+def sglang_rank_tensors(model: ModelSpec, tp: int, shared_copies: int = 0) -> list[int]:
     """One rank's parameter tensors in build order, fused as SGLang's layers fuse them: values, scales, zero points
-    and group indices of a quantized weight are separate tensors; B each."""
+    and group indices of a quantized weight are separate tensors; B each. ``shared_copies``: copies of the shared
+    expert SGLang clones into the fused MoE (sglang_shared_fusion.py), each 1/tp, in the experts' tensors."""
     kv_share = kv_heads_per_gpu(model.num_kv_heads, tp) / model.num_kv_heads if model.num_kv_heads else 1 / tp
     groups: dict[tuple[str, int], float] = {}
     for w in model.weights:
         share = 1 / tp if w.tp == "shard" else (kv_share if w.tp == "kv" else 1.0)
-        key = _group_key(w.path)
+        fused = shared_copies and ".shared_experts." in w.path and not w.expert
+        key = _group_key(w.path.replace(".shared_experts.", ".experts.*.") if fused else w.path)
+        share *= shared_copies if fused else 1
         for part, b in enumerate(model.quant.tensor_bytes(w, model.dtype_bytes)):
             if b:
                 groups[(key, part)] = groups.get((key, part), 0.0) + b * share
@@ -77,19 +80,21 @@ def sglang_rank_tensors(model: ModelSpec, tp: int) -> list[int]:
 
 
 @lru_cache(maxsize=64)
-def _rank_tensors(model: ModelSpec, tp: int) -> tuple[int, ...]:
+def _rank_tensors(model: ModelSpec, tp: int, shared_copies: int = 0) -> tuple[int, ...]:
     """``sglang_rank_tensors`` kept per (model, TP): a search or a replay plans one model many times, and matching
     each weight against a checkpoint's modules_to_not_convert list dominates the cost."""
-    return tuple(sglang_rank_tensors(model, tp))
+    return tuple(sglang_rank_tensors(model, tp, shared_copies))
 
 
-def sglang_load_buffers(model: ModelSpec, tp: int, version: tuple[int, ...], rocm: bool = False) -> SglangLoadBuffers:
+def sglang_load_buffers(model: ModelSpec, tp: int, version: tuple[int, ...], rocm: bool = False,
+                        shared_copies: int = 0) -> SglangLoadBuffers:
     """The RoPE buffer (float32 from 0.4.2.post1 on CUDA, else the model dtype) and the segment tails of one rank's
-    parameters and that buffer, B. ``rocm``: an AMD GPU (SGLang casts the buffer to the model dtype there)."""
+    parameters and that buffer, B. ``rocm``: an AMD GPU (SGLang casts the buffer to the model dtype there);
+    ``shared_copies``: the shared expert's copies in the fused MoE (sglang_shared_fusion.py)."""
     positions_x_dims = model.rope_cache_bytes // model.dtype_bytes if model.dtype_bytes else 0
     elem = 4 if version >= SGLANG_ROPE_FP32_FROM and not rocm else model.dtype_bytes
     rope = int(positions_x_dims * elem)
-    tensors = _rank_tensors(model, tp)
+    tensors = _rank_tensors(model, tp, shared_copies)
     sizes = [*tensors[:1], rope, *tensors[1:]]  # the embedding, then the first layer (whose attention builds the rope)
     tail = segment_bytes(sizes) - sum(s for s in sizes if s > 0)
     why = "cast on ROCm, " if rocm and elem != 4 else ""

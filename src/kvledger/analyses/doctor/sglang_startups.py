@@ -18,6 +18,7 @@ from kvledger.accounting.overheads import NON_TORCH_BYTES
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import make_settings
 from kvledger.accounting.sglang_rules import parse_sglang_version, sglang_preload_high_bytes, sglang_version_defaults
+from kvledger.accounting.sglang_shared_fusion import SGLANG_SHARED_COPIES
 from kvledger.accounting.wddm import wddm_held_term, wddm_total
 from kvledger.analyses.doctor.public_startups import PublicReplay, PublicTerm, flag_settings, load_rows, topology_label
 from kvledger.catalog.gpu_file import resolve_gpu
@@ -56,7 +57,8 @@ def sglang_load_residual_gib(r: dict[str, str], root: Path) -> float | None:
     cfg = str(root / r["config"]) if r["config"].startswith(("tests/", "benchmarks/")) else r["config"]
     m = _plan(load_model(cfg), resolve_gpu(r["gpu"]), {"engine_version": r["sglang_version"], "tp": int(r["tp"] or 1)})
     items = {i.name: i.bytes for i in m.deductions}
-    coded = sum(items[k] for k in ("weights", N.SGLANG_ROPE_BUFFER, N.SGLANG_SEGMENT_TAILS))
+    coded = sum(items.get(k, 0)
+                for k in ("weights", N.SGLANG_ROPE_BUFFER, N.SGLANG_SEGMENT_TAILS, SGLANG_SHARED_COPIES))
     return float(r["weights_gib"]) - coded / GiB
 
 
@@ -90,7 +92,8 @@ def replay_sglang_row(r: dict[str, str], root: Path) -> PublicReplay:
                               hi / GiB))
     items = {i.name: i for i in m.deductions}
     if "weights" in checks:  # SGLang's "mem usage": the parameters, the RoPE buffer, segment tails, the measured rest
-        load = [items[k] for k in ("weights", N.SGLANG_ROPE_BUFFER, N.SGLANG_SEGMENT_TAILS, N.SGLANG_LOAD_EXTRA)]
+        load = [items[k] for k in ("weights", N.SGLANG_ROPE_BUFFER, N.SGLANG_SEGMENT_TAILS, SGLANG_SHARED_COPIES,
+                                   N.SGLANG_LOAD_EXTRA) if k in items]
         out.append(PublicTerm("weights", sum(i.bytes for i in load) / GiB, float(r["weights_gib"]),
                               sum(i.low_bytes for i in load) / GiB, sum(i.high_bytes for i in load) / GiB))
     if "available" in checks:
