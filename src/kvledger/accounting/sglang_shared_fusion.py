@@ -15,7 +15,8 @@ Read in the wheels (``sglang/srt/models/deepseek_v2.py``):
   (``FusedMoE``, each expert sliced over the TP group) and the separate shared MLP is not built. One GPU so holds
   tp × 1/tp = one whole shared expert per MoE layer where the unfused model holds 1/tp: (tp − 1)/tp of the shared
   experts' bytes more. From 0.4.6.post4 the check also asks ``_is_cuda`` (a ROCm build of PyTorch reports gfx9 as
-  capability 9.x, so 0.4.5.post2–0.4.6.post3 fuse on an AMD GPU too).
+  capability 9.x, so 0.4.5.post2–0.4.6.post3 fuse on an AMD GPU too). 0.4.6.post1 not read (0.4.6 and 0.4.6.post2,
+  either side of it, agree).
 * 0.4.7 and 0.4.8: ``num_fused_shared_experts = n_shared_experts`` (1 for V3/R1): one copy, sliced over TP, the
   unfused bytes; 0.5.23 (``get_num_fused_shared_experts``, asserted 0 or ``n_shared_experts``) the same.
 
