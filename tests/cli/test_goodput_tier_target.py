@@ -66,9 +66,32 @@ def test_a_small_tier_is_inside_the_band():
             "28.96–39.73 req/s, uncalibrated roofline) → 39.5 req/s with them") in res.output
     assert ("host_dram 13.9%; the difference is inside the band of the capacity without them: the tiers do not change "
             "the decision.") in res.output
+    # then the TTFT there with and without the tier (test_goodput_and_report_give_the_same_block derives it)
+    assert ("At 39.5 req/s (the capacity with them) TTFT mean 128.3 ms, p90 289.2 ms with the tiers against 209.8 ms "
+            "and 444.4 ms without (the same requests simulated twice).") in res.output
 
 
 def test_without_tier_flags_no_block():
     # the same search without a tier: 35.5 req/s, and no kv_tier_capacity key
     d = cli_json(*W)
     assert d["boundary"]["boundary_value"] == 35.5 and "kv_tier_capacity" not in d
+
+
+def test_goodput_and_report_give_the_same_block():
+    # one code path (report_tier_capacity.capacity_with_tier): the report's KV tiers capacity block and goodput's
+    # kv_tier_capacity are the same object for the same model, GPU, workload, SLO, target and 2 GiB host tier
+    g = cli_json(*W, "--kv-offloading-size", "2")["kv_tier_capacity"]
+    r = cli_json("report", *W[2:-2], "--api", "OpenAI:gpt-4.1-mini", "--kv-offloading-size", "2")
+    assert r["kv_tiers"]["capacity"] == g
+    # the TTFT at the capacity chosen (39.5 req/s, with the tier) is goodput --simulate --rate 39.5 with the 2 GiB
+    # tier's: mean 128.3 ms, p90 289.2 ms with it against 209.8 ms and 444.4 ms for the same 400 requests without
+    # (the host tier serves 13.9% of prompt tokens there, a prefill they skip)
+    t = g["ttft_at_capacity"]
+    one = cli_json(*W[:-2], "--rate", "39.5", "--kv-offloading-size", "2")["kv_tiers"]
+    assert (t["rate_req_per_s"], t["capacity"]) == (39.5, "with_tier")
+    assert t["with_tier"] == {"mean_s": one["ttft_s_with_tier"]["mean"], "p90_s": one["ttft_s_with_tier"]["p90"]}
+    assert t["without_tier"] == {"mean_s": one["ttft_s_without_tier"]["mean"],
+                                 "p90_s": one["ttft_s_without_tier"]["p90"]}
+    assert (round(t["with_tier"]["mean_s"] * 1e3, 1), round(t["with_tier"]["p90_s"] * 1e3, 1)) == (128.3, 289.2)
+    assert (round(t["without_tier"]["mean_s"] * 1e3, 1), round(t["without_tier"]["p90_s"] * 1e3, 1)) == (209.8, 444.4)
+

@@ -18,10 +18,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["tier_capacity", "capacity_block", "search_with_tier", "WithoutTier", "METHOD"]
+__all__ = ["tier_capacity", "capacity_with_tier", "capacity_block", "ttft_at_capacity", "search_with_tier",
+           "WithoutTier", "METHOD"]
 
 METHOD = ("kvledger.analyses.serving.sim_boundary.search_sim_boundary on request_rate, each probe goodput --simulate's "
           "run with the tier flags (analyses/serving/tier_runs.py)")
+
+TTFT_SOURCE = ("goodput --simulate --rate R with the tier flags (analyses/serving/tier_runs.py simulate_with_tier): "
+               "the run with the tiers and the same requests without them, simulated twice")
 
 #: the first note of ``search_with_tier``'s search: whose capacity its answer is
 WITH_TIERS_NOTE = ("every probe runs with the KV tiers the flags give (the run with the tiers alone): the capacity "
@@ -60,7 +64,8 @@ def _band(band: Any) -> dict[str, Any] | None:
 
 
 def tier_capacity(args: Any, tier: Any, synthetic: Any, slo: Any, without: Any) -> dict[str, Any]:
-    """The ``capacity`` block of the KV tiers section (module docstring).
+    """The ``capacity`` block of the KV tiers section (module docstring): ``capacity_with_tier`` beside the report's
+    capacity without the tiers.
 
     Args:
         args: the report's ``SimRequestArgs`` (its ``rate`` is the search's). tier: the ``TierSettings``.
@@ -69,12 +74,46 @@ def tier_capacity(args: Any, tier: Any, synthetic: Any, slo: Any, without: Any) 
     Raises:
         InputError: a simulation that cannot run with the tiers (as ``goodput --simulate`` refuses it).
     """
-    from kvledger.analyses.serving.sim_boundary import search_sim_boundary
+    return capacity_with_tier(args, slo, tier, WithoutTier.of_capacity(without), synthetic=synthetic)[1]
 
-    target = without.search.target
-    sb = search_sim_boundary(dataclasses.replace(args, rate=None), slo, target, "request_rate", synthetic=synthetic,
-                             tier=tier)
-    return capacity_block(sb, slo, WithoutTier.of_capacity(without))
+
+def capacity_with_tier(args: Any, slo: Any, tier: Any, without: WithoutTier, *, lo: float | None = None,
+                       hi: float | None = None, tol: float | None = None, synthetic: Any = None) -> tuple[Any, dict]:
+    """The one path of the capacity with the tiers (``report``'s KV tiers section and ``goodput --simulate --target``
+    with tier flags): ``sim_goodput.simulated_goodput_search`` on the request rate with every probe run with ``tier``
+    (from 1 req/s unless ``lo``/``hi``/``tol`` bound it), then ``capacity_block`` beside ``without`` with the TTFT at
+    the capacity chosen (``ttft_at_capacity``). (the ``SimGoodputSearch`` with the tiers, the block).
+
+    Raises:
+        InputError: a simulation that cannot run with the tiers, or what the search refuses.
+    """
+    from kvledger.analyses.serving.sim_goodput import simulated_goodput_search
+
+    found = simulated_goodput_search(dataclasses.replace(args, rate=None), slo, without.target, "request_rate", lo=lo,
+                                     hi=hi, tol=tol, synthetic=synthetic, tier=tier)
+    block = capacity_block(found.search, slo, without)
+    block["ttft_at_capacity"] = ttft_at_capacity(args, tier, synthetic, block)
+    return found, block
+
+
+def ttft_at_capacity(args: Any, tier: Any, synthetic: Any, block: dict[str, Any]) -> dict[str, Any] | None:
+    """TTFT (mean and p90, s) at the capacity the block chooses — the rate sized on with the tiers, else (no rate met
+    the target with them) the one without — with the tiers and without them: ``goodput --simulate --rate R`` with the
+    tier flags there (``tier_runs.simulate_with_tier``: the run with the tiers and the same requests without them).
+    None where neither capacity stands."""
+    from kvledger.analyses.serving.tier_runs import simulate_with_tier
+
+    w, wo = block["with_tier"], block["without_tier"]
+    rate, whose = (wo["sized_on_req_per_s"], "without_tier") if w is None else (w["sized_on_req_per_s"], "with_tier")
+    if rate is None:
+        return None
+    _sim, rep = simulate_with_tier(dataclasses.replace(args, rate=rate), tier, synthetic)
+
+    def stats(t: Any) -> dict[str, float | None]:
+        return {"mean_s": t.mean, "p90_s": t.p90}
+
+    return {"rate_req_per_s": rate, "capacity": whose, "with_tier": stats(rep.ttft_s_with_tier),
+            "without_tier": stats(rep.ttft_s_without_tier), "source": TTFT_SOURCE}
 
 
 def capacity_block(sb: Any, slo: Any, without: WithoutTier) -> dict[str, Any]:
@@ -127,9 +166,8 @@ def search_with_tier(args: Any, slo: Any, target: float, axis: str, tier: Any, *
     if seeds != 1:
         raise InputError("--seeds with KV tier flags: the capacity with the tiers is searched for one seed; drop "
                          "--seeds, or the tier flags to see the capacity's range over seeds")
-    kw = {"lo": lo, "hi": hi, "tol": tol, "synthetic": synthetic}
-    without = simulated_goodput_search(args, slo, target, "request_rate", **kw)
-    found = simulated_goodput_search(args, slo, target, "request_rate", tier=tier, **kw)
-    block = capacity_block(found.search, slo, WithoutTier.of_search(without.search))
+    without = simulated_goodput_search(args, slo, target, "request_rate", lo=lo, hi=hi, tol=tol, synthetic=synthetic)
+    found, block = capacity_with_tier(args, slo, tier, WithoutTier.of_search(without.search), lo=lo, hi=hi, tol=tol,
+                                      synthetic=synthetic)
     found.search.notes.insert(0, WITH_TIERS_NOTE)
     return dataclasses.replace(found, tier_capacity=block)
