@@ -1,6 +1,7 @@
-"""``cost --simulate --kv-tier-host``: the SLO capacity priced is found with the host tier in the simulator, by the
-search's tier probe (``analyses/search/tier_probe.py``), and the notes say which tier is simulated and which priced
-only."""
+"""``cost --simulate --kv-tier-host``: the SLO capacity priced is found with the host tier in the simulator, on the
+path report and goodput --simulate --target take with tier flags (``report_tier_capacity.capacity_with_tier``; before,
+the search's tier probe, ``analyses/search/tier_probe.py``, which search --offload keeps), and the notes say which tier
+is simulated and which priced only."""
 
 from __future__ import annotations
 
@@ -28,22 +29,24 @@ def test_cost_simulate_finds_the_capacity_with_the_host_tier_in_the_simulator():
     plain = cli_json(*BASE)
     d = cli_json(*BASE, "--kv-tier-host", "64GiB", "--kv-tier-nvme", "1TiB")
     cap = d["simulation"]["capacity_search"]
-    # Without the tier the request-rate search (1 → 32 by doubling, then bisection) ends at 22.25 req/s (94 % within
-    # the SLO); from 22.5 req/s up the 100-request probes are too short to show their load (more than half their
-    # requests still in the system at the last arrival: analyses/serving/probe_length.py). The tier probe starts there:
-    # 22.25 meets, 44.5 misses (83 %), and its bisection on [22.25, 44.5] goes 33.375 (83 %), 27.8125, 25.03125,
-    # 23.640625, 22.9453125, 22.59765625, 22.423828125 (90–94 % within the SLO, each too short to show it): 9 probes.
-    # The Azure conversation trace shares no prefix between requests, so no block is ever loaded back from the tier
-    # (host hits 0 in every probe) and each run equals the run without the tier at the same rate (checked below). So
-    # the capacity priced is the one without the tier, 22.25 req/s, and the note says the tier adds cost only.
+    # Without the tier the request-rate search doubles 1 → 32 (32: 87 % within the SLO), then bisects: 20, 24, 22,
+    # 23, 22.5, 22.25; from 22.5 req/s up the 100-request probes are too short to show their load (more than half
+    # their requests still in the system at the last arrival: analyses/serving/probe_length.py): 22.25 req/s (94 %).
+    # With the tier the same search (report's and goodput's path) runs every probe with it. The Azure conversation
+    # trace shares no prefix between requests, so no block is ever loaded back from the tier (host hits 0) and each
+    # run equals the run without the tier at the same rate: the same 12 probes, the same attainments, the same
+    # capacity, and the note says the tier adds cost only.
     assert plain["simulation"]["capacity_search"]["slo_capacity_req_per_s"] == 22.25
     assert cap["without_tier"]["slo_capacity_req_per_s"] == 22.25
     assert cap["slo_capacity_req_per_s"] == 22.25 and cap["first_failing_req_per_s"] == pytest.approx(22.5)
-    assert [r for r, _ in cap["probes"]] == [22.25, 22.423828125, 22.59765625, 22.9453125, 23.640625, 25.03125,
-                                             27.8125, 33.375, 44.5]
+    assert cap["probes"] == [[1.0, 1.0], [2.0, 1.0], [4.0, 1.0], [8.0, 1.0], [16.0, 1.0], [20.0, 0.94], [22.0, 0.94],
+                             [22.25, 0.94], [22.5, 0.94], [23.0, 0.93], [24.0, 0.9], [32.0, 0.87]]
     assert cap["host_hit_tokens_at_boundary"] == 0
-    assert any("the tier served no prompt token in any of the 9 probes" in n and "adds cost only" in n
+    assert any("the tier served no prompt token at the capacity found, 22.25 req/s" in n and "adds cost only" in n
                for n in cap["notes"])
+    # the block report and goodput give: the TTFT at 22.25 req/s is one figure with and without the tier (no hit)
+    t = cap["kv_tier_capacity"]["ttft_at_capacity"]
+    assert t["with_tier"] == t["without_tier"] and t["rate_req_per_s"] == 22.25
     # 64 GiB per GPU × TP 1 = vLLM --kv-offloading-size 64 GiB: 64 × 2^30 B ÷ 2,097,152 B per block (8B: 32 layers
     # × 2 × 8 KV heads × 128 × 2 B × 16 tokens) = 32,768 blocks × 16 = 524,288 tokens
     assert cap["tier"]["capacity_bytes"] == 64 * 2**30 and cap["tier"]["capacity_tokens"] == 524_288
@@ -90,3 +93,21 @@ def test_a_host_tier_with_sglangs_policy_is_refused_with_the_reason():
     # the probe runs vLLM's native connector rule and sizes the tier by --kv-offloading-size; HiCache's is not it
     res = CliRunner().invoke(app, [*BASE, "--kv-tier-host", "64GiB", "--policy", "sglang"])
     assert res.exit_code != 0 and "simulates vLLM's native CPU offloading" in str(res.exception)
+
+
+def test_cost_prices_the_capacity_report_and_goodput_find():
+    # the document-pool case of test_goodput_tier_target.W (40 documents of 1,024 tokens, HBM 9,408 tokens): an 8 GiB
+    # host tier per GPU at TP 1 is --kv-offloading-size 8. goodput --simulate --target 0.9 with it finds 57.5 req/s
+    # (58 the first to fail), band 46.91–64.36 req/s; cost --kv-tier-host 8 now prices the same 57.5 (the search's
+    # tier probe, bisecting from the 35.5 req/s without the tier, found 57.6875, band 47.06–64.57)
+    w = ["--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--prompt-lengths", "16", "--output-lengths", "16",
+         "--num-requests", "400", "--slo", "ttft=300ms", "--document-pool", "40:1024:uniform",
+         "--gpu-memory-utilization", "0.24", "--max-model-len", "4096", "--target", "0.9"]
+    cap = cli_json("cost", *w, "--kv-tier-host", "8")["simulation"]["capacity_search"]
+    g = cli_json("goodput", *w, "--kv-offloading-size", "8")["kv_tier_capacity"]
+    assert cap["kv_tier_capacity"] == g
+    assert (cap["slo_capacity_req_per_s"], cap["first_failing_req_per_s"]) == (57.5, 58.0)
+    assert cap["error_band"] == g["with_tier"]["error_band"]
+    assert (round(cap["error_band"]["low"], 2), round(cap["error_band"]["high"], 2)) == (46.91, 64.36)
+    # the host tier served 274,592 of the 416,000 prompt tokens at 57.5 req/s (66.0%, goodput's hit share there)
+    assert cap["host_hit_tokens_at_boundary"] == 274_592 == round(g["with_tier"]["hit_share"]["host_dram"] * 416_000)

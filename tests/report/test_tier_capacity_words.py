@@ -37,3 +37,16 @@ def test_no_band_no_judgment():
             "found; the share of prompt tokens each tier served at 40 req/s: hbm 25.0%, host_dram 50.0%; no measured "
             "band stands for this regime, so whether the difference matters is not judged.") in got
     assert _capacities({}) == ""
+
+
+def test_the_ttft_at_the_capacity_without_the_tiers_where_none_with_them():
+    # no rate met the target with the tiers: the TTFT is taken at the capacity without them, 35.5 req/s, each figure
+    # in ms to one decimal (0.4123 s → 412.3 ms; 1.25 s → 1,250.0 ms)
+    t = {"rate_req_per_s": 35.5, "capacity": "without_tier", "with_tier": {"mean_s": 0.4123, "p90_s": 1.25},
+         "without_tier": {"mean_s": 0.1, "p90_s": 0.2}}
+    sec = {"capacity": {"target": 0.9, "without_tier": WO, "with_tier": None, "inside_band": None,
+                        "probes_with_tier": [[1.0, 0.5, False]], "ttft_at_capacity": t}}
+    assert _capacities(sec).endswith("with them no rate down to 1 req/s meets the target (their loads delay TTFT). At "
+                                     "35.5 req/s (the capacity without them) TTFT mean 412.3 ms, p90 1,250.0 ms with "
+                                     "the tiers against 100.0 ms and 200.0 ms without (the same requests simulated "
+                                     "twice).")

@@ -22,10 +22,11 @@ def tier_notes(bill: Any, capacity: Any) -> list[str]:
         out.append(f"the host KV tier ({c.tier_gib_per_gpu:,.4g} GiB per GPU; vLLM --kv-offloading-size "
                    f"{c.tier_gib_per_gpu * tp:,.4g} GiB over TP {tp}) is simulated: the capacity priced, "
                    f"{c.rate_req_per_s:g} req/s ({c.goodput_req_per_s:,.3f} good req/s), was found with the tier in "
-                   f"the simulator by search --offload's tier probe ({c.rule}); without it {w.rate_req_per_s:g} req/s "
+                   f"the simulator by the search report and goodput --simulate --target run with tier flags "
+                   f"({c.rule}); without it {w.rate_req_per_s:g} req/s "
                    f"({w.goodput_req_per_s:,.3f} good req/s)")
     if rest:
-        why = ("the tier probe models one tier below HBM, the host one, and vLLM's native connector has no disk tier"
+        why = ("the simulator models one tier below HBM, the host one, and vLLM's native connector has no disk tier"
                if simulated else
                "cost --simulate simulates the host tier only (--kv-tier-host), and only at the SLO capacity, not with "
                "--at-offered-load" if capacity is None else

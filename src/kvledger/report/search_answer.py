@@ -108,7 +108,7 @@ def _limit_words(limit: dict[str, Any] | None) -> str:
 def _band_words(b: dict[str, Any] | None) -> str:
     """``, 80% band 9.977–14.93 req/s``: the capacity's band, its ends as ``goodput --simulate
     --target`` and ``cost --simulate`` print them (``capacity_bands.capacity_band``: the same band; a KV tier's
-    variant's, ``cost --kv-tier-host``'s; a disaggregated unit's, ``disagg_band``); "" without one (a regime without
+    variant's, ``tier_band``'s; a disaggregated unit's, ``disagg_band``); "" without one (a regime without
     a band, a ledger written before the key)."""
     if not b:
         return ""

@@ -2,7 +2,8 @@
 and the runner-up could swap inside their bands, and whether the winner-vs-API answer flips inside it
 (``kvledger.ledgers.error_band``). A colocated candidate's band is the one ``goodput --simulate --target`` and ``cost
 --simulate`` give the same capacity (``serving.origin_band``: a latency's where one binds it below saturation); a KV
-tier's variant the one ``cost --simulate --kv-tier-host`` gives it (``serving.tier_band``, through the tier's probes).
+tier's variant's through the tier's probes (``serving.tier_band``; ``tier_entries.WARM_START``: how its search differs
+from ``cost --simulate --kv-tier-host``'s).
 
 Sizing at a band end k (``size_for_load``, as the point is sized): replicas = ⌈offered rate ÷ (SLO capacity × k ×
 max_utilization)⌉ (the SLO capacity: the boundary's offered req/s; the goodput there scales with it),

@@ -71,7 +71,7 @@ def _cost_and_sizing(spec: Any, cand: Any, cap: Any, wl: dict[str, Any], tier: t
     (``tier``: the bill, USD per month per unit) added; with a load and no ``--utilization``, the good requests and
     tokens of ``runs``' rerun (the tier prober's run; ``runs``: it and the priced (rate, records, goodput)) at the
     load each replica carries (``evaluate.volume_load``, as
-    ``cost --simulate --kv-tier-host``)."""
+    ``cost --simulate --kv-tier-host`` does with its own run with the tier)."""
     from kvledger.analyses.search.evaluate import load_rate_req_per_s, size_for_load, unit_cost, volume_load
     from kvledger.analyses.search.instance_bill import engine_groups, instance_sizing, unit_packing
     from kvledger.analyses.search.load import offered_words, peak_figures
@@ -164,7 +164,7 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
     except CapacityNotMeasured as err:  # a session probe too short to carry its rate (session_spec.steady_goodput)
         return {**out, "status": "rejected", "reason": CAPACITY_NOT_MEASURED, "detail": str(err)}
     c = sizing_capacity(pr, bound)  # the base's bound and its note, as the base is sized
-    pr.extra["error_band"] = None if band is None else band.to_dict()  # cost --kv-tier-host's band of it
+    pr.extra["error_band"] = None if band is None else band.to_dict()  # the band through the tier's probes
     if c != b:  # capped: priced on the run with the tier at the bound, as the base (and cost --simulate)
         pr.sized = p.sized_run(c)
     _, run, gp = pr.priced
@@ -177,7 +177,7 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
 
 
 def _band(p: TierProber, b: float, bound: float | None, slo: Any, base: dict[str, Any]) -> Any:
-    """The band ``cost --simulate --kv-tier-host`` gives the variant's capacity (``serving.tier_band``): the rate found
+    """The band of the variant's capacity through the tier's probes (``serving.tier_band``): the rate found
     ``b``, sized on the ``bound`` where it caps it (``evaluate.sizing_capacity``'s rule); the base's own band where
     no probe loaded a block back from the tier and the rate sized on is the base's."""
     from kvledger.analyses.serving.capacity_bands import CapacityBand
@@ -197,8 +197,9 @@ def _probed(spec: Any, p: TierProber, found: tuple[float, float, float | None], 
     start, b, first_failing = found
     gp = p.goodputs[b]
     notes = [f"each probe: one simulation with the {p.opt.label} tier in the simulator (vLLM's OffloadingConnector "
-             f"rule, dynamics/offload_sim.py); search from {start:.4g} req/s"] + (
-        ["the target was still met at the last doubling: the capacity is at least this"] if p.lower_bound else [])
+             f"rule, dynamics/offload_sim.py); search from {start:.4g} req/s"] + ([WARM_START] if p.opt.kind == "cpu"
+                                                                                else [])
+    notes += ["the target was still met at the last doubling: the capacity is at least this"] if p.lower_bound else []
     notes += p.notes() + _caveat_notes(p, b, wl)
     if hasattr(spec.synthetic, "prepare_setup"):  # sessions: the steady state's goodput, as the base's
         from kvledger.analyses.serving.session_spec import steady_goodput
@@ -208,6 +209,15 @@ def _probed(spec: Any, p: TierProber, found: tuple[float, float, float | None], 
     limit = p.sessions_limit()  # too few sessions carried a rate above b (session_ramp), as the base's capacity
     return Probed(b, first_failing, p.probes(), notes, p.runs[b], gp, wl, points=points,
                   extra={} if limit is None else {"sessions_limit": limit})
+
+
+#: how a variant's search differs from the one path of the capacity with a tier (goodput --simulate --target, report
+#: and cost --simulate --kv-tier-host: report_tier_capacity.capacity_with_tier), and why
+WARM_START = ("the variant's capacity with the tier is bisected from its candidate's capacity without it, to 1% of "
+              "the bracket's low end, so that each of the search's variants costs a few probes; goodput --simulate "
+              "--target, report and cost --simulate --kv-tier-host search it from 1 req/s with the tier in every "
+              "probe, as the capacity without it is searched, so theirs can differ from this by the two searches' "
+              "resolution (the runs at a rate are the same)")
 
 
 def _caveat_notes(p: TierProber, b: float, wl: dict[str, Any]) -> list[str]:

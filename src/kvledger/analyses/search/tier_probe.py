@@ -60,8 +60,9 @@ def _host_tier(setup: Any, ranks: int, opt: Any) -> tuple[Any, dict[str, Any]]:
 class TierProber:
     """Runs (and remembers) a workload with the tier at a request rate, and each run's goodput: ``args`` /
     ``synthetic`` the simulation (``analyses.serving.sim_ledgers``) at any rate, ``opt`` the tier (GiB per replica),
-    ``slo`` and ``target`` the attainment the capacity must meet. One code path for ``search --offload``
-    (``for_candidate``) and ``cost --simulate --kv-tier-host`` (``analyses/serving/tier_cost_capacity.py``)."""
+    ``slo`` and ``target`` the attainment the capacity must meet. ``search --offload``'s variants
+    (``for_candidate``), bisected from the candidate's capacity (``tier_entries.WARM_START`` says how that differs
+    from ``cost --simulate --kv-tier-host``, ``report`` and ``goodput --simulate --target``)."""
 
     def __init__(self, args: Any, synthetic: Any, opt: Any, slo: Any, target: float) -> None:
         self.args, self.synthetic, self.opt, self.slo, self.target = args, synthetic, opt, slo, target
@@ -106,7 +107,7 @@ class TierProber:
 
     def sized_run(self, rate: float) -> Any:
         """The run with the tier at ``rate`` (deterministic and seeded, remembered) as a ``sim_capacity.SizedRun``: the
-        ``rerun`` of ``cost --simulate --kv-tier-host`` and of a search tier variant's run at the volume's load."""
+        ``rerun`` of a search tier variant's run at the volume's load."""
         from kvledger.analyses.serving.sim_capacity import SizedRun
 
         self.run_at(rate)

@@ -62,7 +62,7 @@ def file_run(src: FileSource, slo: Any, target: float | None) -> tuple[Any, int,
 def sim_run(src: SimSource, slo: Any, target: float | None, working: Working) -> tuple[Any, Any]:
     """(simulated run to price, SimCapacity / TierCapacity or None): the run at the SLO capacity sized on
     (``priced_run``: the rate found, or a run at the capacity bound where that caps it) by the request-rate search —
-    with ``host_tier_gib``, that search's boundary then the search's tier probe with the host tier in the simulator
+    with ``host_tier_gib``, then the same search with the host tier in every probe (report's and goodput's path)
     (``analyses/serving/tier_cost_capacity.py``) — or with ``at_offered_load`` the run at the workload's own load."""
     from kvledger.analyses.serving.sim_capacity import DEFAULT_TARGET, search_capacity
     from kvledger.analyses.serving.sim_ledgers import simulate_run

@@ -3,10 +3,10 @@ prices (``kvledger.ledgers.load_share``).
 
 A replica sized on its SLO capacity C for a volume carries r = the volume's mean rate ÷ replicas, req/s. Where r is
 below the rate the capacity run was priced at, :func:`load_share_at` simulates the same workload and seed once more at
-r (a ``rerun``: ``sim_capacity.run_at_sized_rate``, or the tier prober with ``--kv-tier-host``; deterministic, no new
-RNG); where r equals it, the capacity run already is that run and nothing is added. ``cost --simulate``
-(:func:`load_share_for`) and ``search`` (``analyses/search/evaluate.py``, ``tier_entries.py``) both call
-:func:`load_share_at`, so the same deployment at the same volume is priced on the same run by both.
+r (a ``rerun``: ``sim_capacity.run_at_sized_rate``, or the run with the tier with ``--kv-tier-host``;
+deterministic, no new RNG); where r equals it, the capacity run already is that run and nothing is added.
+``cost --simulate`` (:func:`load_share_for`) and ``search`` (``analyses/search/evaluate.py``, ``tier_entries.py``)
+both call :func:`load_share_at`, so the same deployment at the same volume is priced on the same run by both.
 
 A volume so small that r spreads the run's arrivals past the simulator's clock (``MAX_ARRIVAL_S``: no arrival later)
 is run at the lowest rate that holds them (:func:`lowest_rate`) instead: a run's arrival times scale as 1 ÷ its rate

@@ -1,14 +1,14 @@
-"""The 80% band of an SLO capacity found with a KV tier in the simulator (``search.tier_probe``, whose probes ``cost
---simulate --kv-tier-host`` and a search's ``--offload`` variant both run): ``capacity_bands.capacity_band``'s rule,
+"""The 80% band of an SLO capacity found with a KV tier in the simulator by ``search.tier_probe`` (a search's
+``--offload`` variant; ``cost --simulate --kv-tier-host`` bands its capacity as report and goodput do, on their one
+search, ``report_tier_capacity.capacity_with_tier``): ``capacity_bands.capacity_band``'s rule,
 one for every simulated capacity — where TPOT binds the capacity below saturation, TPOT's band carried to the rate
 through the tier's own probes (``binding_band``: the first probe and the capacity, the most any probe served), else
 the saturation throughput's band around the rate sized on.
 
-Both commands start the tier's probes at the capacity found without the tier (cost: its own request-rate search; a
-search: the candidate's boundary, the band of which is goodput's and cost's, ``origin_band``) and stop the doubling
-at the same capacity bound, so they read the same first probe and give the capacity one band. Where the tier served
-no prompt token in any probe each run equals the one without it, and cost prices the capacity without the tier
-(``tier_cost_capacity``): that capacity's own band stands, as it does wherever the rate sized on is that capacity.
+The tier's probes start at the candidate's capacity found without the tier (the band of which is goodput's and
+cost's, ``origin_band``) and stop the doubling at the capacity bound. Where the tier served no prompt token in any
+probe each run equals the one without it: that capacity's own band stands, as it does wherever the rate sized on is
+that capacity.
 """
 
 from __future__ import annotations

@@ -1,22 +1,24 @@
 """The SLO capacity ``cost --simulate --kv-tier-host SIZE`` prices: the same deployment served with a host KV tier of
-SIZE GiB per GPU in the simulator, found by the search's tier probe (``analyses/search/tier_probe.py``: vLLM's
-native ``OffloadingConnector`` rule, ``dynamics/offload_sim.py``; ``--kv-offloading-size`` = SIZE × TP, vLLM's size
-being over all TP ranks).
+SIZE GiB per GPU in the simulator (vLLM's native ``OffloadingConnector``, ``--kv-offloading-size`` = SIZE × TP, vLLM's
+size being over all TP ranks), found on the one path ``report`` and ``goodput --simulate --target`` take with tier
+flags (``report_tier_capacity.capacity_with_tier``: the request-rate search of the capacity without the tier, from
+1 req/s on the same seeded workload, SLO and target, every probe ``goodput --simulate``'s run with the tier flags,
+``tier_runs.simulate_with_tier``; the tier built by ``sim_tiers.host_tier_for`` as ``simulate`` builds it), so the
+three commands give one capacity, one band and one TTFT for the same inputs (its ``kv_tier_capacity`` block is theirs).
 
-The probe starts at the capacity without the tier (``sim_capacity.search_capacity``, found first), doubles the rate
-while the target is met (halves it while missed) and bisects to 1 % of the bracket's low end; each probe is one
-simulation of the same seeded workload with the tier. A disk tier (``--kv-tier-nvme``) is not simulated here: the
-probe models one tier below HBM, and vLLM's native connector has none on disk. The doubling stops once a rate met is
-at or above the capacity bound of the deployment (``work_bounds``), which the capacity is then sized on.
+Before, cost ran ``search --offload``'s tier probe (``analyses/search/tier_probe.py``): the same runs, but bisected
+from the capacity without the tier to 1 % of the bracket's low end, a different probe sequence (57.6875 req/s where
+report finds 57.5 on its 8 GiB document-pool case). A disk tier (``--kv-tier-nvme``) is priced, not simulated: vLLM's
+native connector has none. The capacity is sized on the deployment's capacity bound (``work_bounds``) where that caps
+the rate found.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
-from kvledger.analyses.search.offload_axis import OffloadOption
-from kvledger.analyses.search.tier_probe import TierProber, tier_capacity
+from kvledger.analyses.serving.report_tier_capacity import METHOD, WithoutTier, capacity_with_tier
 from kvledger.analyses.serving.sim_capacity import SimCapacity, SizedFigures, SizedRun
 from kvledger.analyses.serving.work_bounds import bound_note, capped
 from kvledger.errors import InputError, NoAnswerError
@@ -47,13 +49,13 @@ class TierCapacity(SizedFigures):
             where TPOT binds it below saturation; else the throughput's), None without one.
     """
 
-    method: ClassVar[str] = "kvledger.analyses.search.tier_probe.tier_capacity (search --offload's tier probe)"
+    method: ClassVar[str] = METHOD
     __json__ = ("method", "target", "tier_gib_per_gpu", "rule", ("slo_capacity_req_per_s", "rate_req_per_s"),
                 ("attainment_at_boundary", "attainment"), ("goodput_at_boundary_req_per_s", "goodput_req_per_s"),
                 ("sized_on_req_per_s", "binding_bound"), ("capacity_bound_req_per_s", "without_tier.bound_req_per_s"),
                 "attainment_at_sized_rate", "goodput_at_sized_rate_req_per_s", "first_failing_req_per_s",
                 "lower_bound", "host_hit_tokens_at_boundary", "error_band", "tier", "probes",
-                ("without_tier", "without_tier_dict"),
+                ("without_tier", "without_tier_dict"), ("kv_tier_capacity", "block"),
                 ("notes", "all_notes"))
     # sized_on_req_per_s, attainment_at_sized_rate, goodput_at_sized_rate_req_per_s: always there, null where the bound
     # does not bind; capacity_bound_req_per_s, the bound, null where none is proven (as SimCapacity writes them)
@@ -72,8 +74,9 @@ class TierCapacity(SizedFigures):
     rule: str = TIER_RULE
     notes: list[str] = field(default_factory=list)
     at_sized: SizedRun | None = None
-    rerun: Any = None  # rate → SizedRun: the tier prober's run at another rate (``TierProber.sized_run``)
-    error_band: Any = None  # the capacity's 80% band (``tier_band.tier_capacity_band``), which cost prices at
+    rerun: Any = None  # rate → SizedRun: the run with the tier at another rate (``_rerun``)
+    error_band: Any = None  # the capacity's 80% band (``capacity_bands.capacity_band`` of the search), cost's
+    block: Any = None  # report_tier_capacity.capacity_block: report's kv_tiers.capacity, goodput's kv_tier_capacity
 
     @property
     def sizing_req_per_s(self) -> float:
@@ -100,9 +103,10 @@ class TierCapacity(SizedFigures):
                 else "; still met after the last doubling, so at least this")
         return (f"capacity: SLO-capacity search on the request rate with a {self.tier_gib_per_gpu:g} GiB per GPU host "
                 f"KV tier in the simulator ({self.method}; {TIER_RULE}; {len(self.probes)} probes of "
-                f"{self.run.setup.num_requests:,} requests, seed {self.run.args.seed}, from the capacity without the "
-                f"tier, {w.rate_req_per_s:g} req/s): the highest rate with ≥ {self.target:.0%} of requests within "
-                f"the SLO is {self.rate_req_per_s:g} req/s ({self.attainment:.1%} there{miss}); "
+                f"{self.run.setup.num_requests:,} requests, seed {self.run.args.seed}, from 1 req/s as the capacity "
+                f"without the tier, {w.rate_req_per_s:g} req/s, was searched): the highest rate with ≥ "
+                f"{self.target:.0%} of requests within the SLO is {self.rate_req_per_s:g} req/s "
+                f"({self.attainment:.1%} there{miss}); "
                 + ("" if self.at_sized is None else f"sized on {self.sizing_req_per_s:,.4g} req/s, the deployment's "
                    f"capacity bound, below the {self.rate_req_per_s:g} req/s found (see the note), and ")
                 + f"{self.priced_clause()} (without the tier: {w.goodput_req_per_s:,.3f})")
@@ -122,53 +126,73 @@ class TierCapacity(SizedFigures):
 
 def tier_search_capacity(args: Any, synthetic: Any, slo: Any, host_gib_per_gpu: float,
                          without: SimCapacity) -> TierCapacity:
-    """The SLO capacity of ``args`` with a host KV tier of ``host_gib_per_gpu`` GiB per GPU (module docstring),
-    searched from ``without``'s boundary at ``without``'s target.
+    """The SLO capacity of ``args`` with a host KV tier of ``host_gib_per_gpu`` GiB per GPU (module docstring) at
+    ``without``'s target, beside ``without``.
 
     Raises:
         InputError: a simulation that cannot run.
-        NoAnswerError: no rate down to the start ÷ 64 meets the target with the tier (no capacity: exit 1).
+        NoAnswerError: no rate down to the search's halving limit meets the target with the tier (no capacity: exit 1).
     """
+    from kvledger.accounting.kv_tier_rules import TierSettings
+
     if "sglang" in (args.policy, args.prefix_caching_policy):
         raise InputError("cost --simulate --kv-tier-host simulates vLLM's native CPU offloading (--kv-offloading-size, "
                          "the search's tier probe); with SGLang's policy, price the tier without simulating it "
                          "(--at-offered-load) or see simulate --enable-hierarchical-cache for HiCache's hits")
     target = without.search.target
-    opt = OffloadOption("cpu", host_gib_per_gpu * args.tp)  # the prober's size is per replica, as vLLM's flag
-    p = TierProber(args, synthetic, opt, slo, target)
-    b, first_failing = tier_capacity(p, without.rate_req_per_s, without.bound_req_per_s)  # no doubling past the bound
-    if b is None:
-        raise NoAnswerError(f"with a {host_gib_per_gpu:g} GiB per GPU host KV tier no request rate down to "
-                         f"{first_failing:g} req/s has {target:.0%} of requests within the SLO ({slo.describe()}), "
-                         f"though {without.rate_req_per_s:g} req/s does without it: the tier's loads delay TTFT; "
-                         "price without --kv-tier-host, or loosen the SLO")
-    notes = [f"the tier's capacity: {p.tier.get('capacity_rule', '')}"] if p.tier.get("capacity_rule") else []
-    if not any(p.host_hit_tokens.values()):
-        # nothing loaded back: every probe equals the run without the tier at its rate, so the capacity is the one
-        # found without it (a different probe sequence could only land elsewhere where attainment is not monotone)
-        notes.append(f"the tier served no prompt token in any of the {len(p.runs)} probes (no block was loaded back "
-                     "from it): each run equals the run without the tier at the same rate, so the capacity is the one "
-                     f"without it, {without.rate_req_per_s:g} req/s, and the tier adds cost only")
-        return _noted(p, TierCapacity(without.run, without.rate_req_per_s, without.attainment,
-                                      without.goodput_req_per_s, without.search.boundary.first_failing_value, False,
-                                      p.probes(), dict(p.tier), host_gib_per_gpu, target, without, 0, notes=notes))
-    gp = p.goodputs[b]
-    if p.lower_bound:
-        notes.append("with the tier the target was still met at the last doubling: the capacity is at least this")
-    notes.extend(p.notes())
-    return _noted(p, TierCapacity(p.sims[b], float(b), gp.attainment, float(gp.goodput_req_per_s), first_failing,
-                                  p.lower_bound, p.probes(), dict(p.tier), host_gib_per_gpu, target, without,
-                                  p.host_hit_tokens[b], notes=notes))
+    tier = TierSettings(kv_offloading_size_gib=host_gib_per_gpu * args.tp, kv_offloading_backend="native")
+    found, block = capacity_with_tier(args, slo, tier, WithoutTier.of_capacity(without), synthetic=synthetic)
+    sb = found.search
+    b = sb.boundary.boundary_value
+    if b is None or sb.boundary_run is None:
+        low = min(p.value for p in sb.probes)
+        raise NoAnswerError(f"with a {host_gib_per_gpu:g} GiB per GPU host KV tier no request rate down to {low:g} "
+                            f"req/s has {target:.0%} of requests within the SLO ({slo.describe()}), though "
+                            f"{without.rate_req_per_s:g} req/s does without it: the tier's loads delay TTFT; price "
+                            "without --kv-tier-host, or loosen the SLO")
+    rep = sb.tier_report
+    host = None if rep is None else rep.tier("host_dram")
+    plan_t = None if rep is None else rep.plan.tier("host_dram")
+    tier_d = {} if plan_t is None else {
+        "tier": plan_t.name, "capacity_bytes": plan_t.capacity_bytes, "capacity_tokens": plan_t.capacity_tokens,
+        "num_ranks": plan_t.num_ranks, "total_capacity_bytes": plan_t.total_capacity_bytes,
+        "read_bytes_per_s": plan_t.read_bytes_per_s, "capacity_rule": plan_t.capacity_rule,
+        "bandwidth_source": plan_t.bandwidth_source}
+    notes = [f"the tier's capacity: {tier_d['capacity_rule']}"] if tier_d.get("capacity_rule") else []
+    hits = 0 if host is None else int(host.hit_tokens)
+    if not hits:
+        notes.append(f"the tier served no prompt token at the capacity found, {b:g} req/s (no block was loaded back "
+                     "from it there): the run there equals the run without the tier at that rate, and the tier adds "
+                     "cost only")
+    first_failing = sb.boundary.first_failing_value
+    at = next(p for p in sb.probes if p.value == b)
+    cap = TierCapacity(sb.boundary_run, float(b), at.attainment, float(sb.goodput_at_boundary_req_per_s),
+                       first_failing, first_failing is None and capped(b, without.bound_req_per_s) == b,
+                       sorted([p.value, p.attainment] for p in sb.probes), tier_d, host_gib_per_gpu, target, without,
+                       hits, notes=notes + [n for n in sb.notes if n not in without.search.notes], block=block)
+    if cap.lower_bound:
+        cap.notes.append("with the tier the target was still met at the last doubling: the capacity is at least this")
+    return _sized(cap, sb, (args, tier, synthetic), slo)
 
 
-def _noted(p: TierProber, cap: TierCapacity) -> TierCapacity:
-    """``cap`` with the note of the capacity bound where it caps the rate found, and then the run with the tier at the
-    bound (``p``'s own run, after its probes were listed), which the ledger prices."""
-    from kvledger.analyses.serving.tier_band import tier_capacity_band
+def _sized(cap: TierCapacity, sb: Any, run: tuple[Any, Any, Any], slo: Any) -> TierCapacity:
+    """``cap`` with its rerun (the run with the tier at any rate, as a ``SizedRun``), the band of the rate sized on
+    (``capacity_band`` of the search ``sb``, the block's, as report and goodput give it; ``run``: the args, tier and
+    synthetic workload), and, where the capacity bound caps the rate found, its note and the
+    run with the tier at the bound, which the ledger prices."""
+    from kvledger.analyses.serving.capacity_bands import capacity_band
+    from kvledger.analyses.serving.tier_runs import simulate_with_tier
+    from kvledger.ledgers.goodput import goodput
 
-    cap.rerun = p.sized_run
-    cap.error_band = tier_capacity_band(p, cap.rate_req_per_s, cap.sizing_req_per_s, p.slo,
-                                        cap.without_tier.error_band)  # before the run at the bound joins the probes
+    args, tier, synthetic = run
+
+    def rerun(rate: float) -> SizedRun:
+        sim, _rep = simulate_with_tier(replace(args, rate=rate), tier, synthetic, record_token_times=False,
+                                       compare=False)
+        return SizedRun(sim, rate, goodput(sim.run, slo))
+
+    cap.rerun = rerun
+    cap.error_band = capacity_band(sb.boundary_run.setup, cap.sizing_req_per_s, sb, slo)
     if cap.sizing_req_per_s != cap.rate_req_per_s:
         bound = cap.sizing_req_per_s
         cap.notes.append(bound_note(bound, cap.rate_req_per_s))
