@@ -89,10 +89,30 @@ def test_at_offered_load_the_host_tier_stays_priced_only():
                for n in d["notes"])
 
 
-def test_a_host_tier_with_sglangs_policy_is_refused_with_the_reason():
-    # the probe runs vLLM's native connector rule and sizes the tier by --kv-offloading-size; HiCache's is not it
-    res = CliRunner().invoke(app, [*BASE, "--kv-tier-host", "64GiB", "--policy", "sglang"])
-    assert res.exit_code != 0 and "simulates vLLM's native CPU offloading" in str(res.exception)
+def test_a_host_tier_under_sglang_is_hicache_as_goodput_simulates_it():
+    # under --policy sglang the host tier is SGLang HiCache's: --hicache-size takes whole GB (10^9 B) per GPU, so
+    # 8 GiB = 8.59 GB is simulated as --hicache-size 8 (the bill still prices 8 GiB, and the note says so). The same
+    # document-pool case on SGLang's pool (--mem-fraction-static 0.24): cost prices what goodput --simulate --target
+    # --policy sglang --enable-hierarchical-cache --hicache-size 8 finds, 84 → 92 req/s, the block the same
+    w = ["--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--prompt-lengths", "16", "--output-lengths", "16",
+         "--num-requests", "400", "--slo", "ttft=300ms", "--document-pool", "40:1024:uniform",
+         "--mem-fraction-static", "0.24", "--max-model-len", "4096", "--target", "0.9", "--policy", "sglang"]
+    d = cli_json("cost", *w, "--kv-tier-host", "8")
+    cap = d["simulation"]["capacity_search"]
+    g = cli_json("goodput", *w, "--enable-hierarchical-cache", "--hicache-size", "8")["kv_tier_capacity"]
+    assert cap["kv_tier_capacity"] == g
+    assert (cap["without_tier"]["slo_capacity_req_per_s"], cap["slo_capacity_req_per_s"]) == (84.0, 92.0)
+    assert cap["rule"].startswith("SGLang HiCache rule")
+    # HiCache served 105,472 of the 416,000 prompt tokens at 92 req/s (25.35%, goodput's hit share there)
+    assert cap["host_hit_tokens_at_boundary"] == 105_472 == round(g["with_tier"]["hit_share"]["host_dram"] * 416_000)
+    assert any(n.startswith("the host KV tier (8 GiB per GPU; SGLang --enable-hierarchical-cache --hicache-size 8: "
+                            "whole GB per GPU, 8 GiB being 8.59 GB) is simulated") for n in d["notes"])
+
+
+def test_a_host_tier_under_one_gb_under_sglang_is_refused():
+    # 0.5 GiB = 0.537 GB floors to --hicache-size 0, which SGLang reads as no size (the ratio's default)
+    res = CliRunner().invoke(app, [*BASE, "--kv-tier-host", "0.5GiB", "--policy", "sglang"])
+    assert res.exit_code != 0 and "SGLang's --hicache-size takes whole GB" in str(res.exception)
 
 
 def test_cost_prices_the_capacity_report_and_goodput_find():

@@ -18,12 +18,10 @@ def tier_notes(bill: Any, capacity: Any) -> list[str]:
     rest = [t for t in bill.tiers if not (simulated and t.kind == "host")]
     if simulated:
         c, w = capacity, capacity.without_tier
-        tp = c.run.setup.tp
-        out.append(f"the host KV tier ({c.tier_gib_per_gpu:,.4g} GiB per GPU; vLLM --kv-offloading-size "
-                   f"{c.tier_gib_per_gpu * tp:,.4g} GiB over TP {tp}) is simulated: the capacity priced, "
-                   f"{c.rate_req_per_s:g} req/s ({c.goodput_req_per_s:,.3f} good req/s), was found with the tier in "
-                   f"the simulator by the search report and goodput --simulate --target run with tier flags "
-                   f"({c.rule}); without it {w.rate_req_per_s:g} req/s "
+        out.append(f"the host KV tier ({c.tier_gib_per_gpu:,.4g} GiB per GPU; {c.engine_flags}) is simulated: the "
+                   f"capacity priced, {c.rate_req_per_s:g} req/s ({c.goodput_req_per_s:,.3f} good req/s), was "
+                   "found with the tier in the simulator by the search report and goodput --simulate --target run "
+                   f"with tier flags ({c.rule}); without it {w.rate_req_per_s:g} req/s "
                    f"({w.goodput_req_per_s:,.3f} good req/s)")
     if rest:
         why = ("the simulator models one tier below HBM, the host one, and vLLM's native connector has no disk tier"

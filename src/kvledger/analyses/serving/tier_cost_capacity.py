@@ -28,6 +28,9 @@ __all__ = ["TierCapacity", "tier_search_capacity", "TIER_RULE"]
 
 TIER_RULE = "vLLM's native OffloadingConnector rule (write-through LRU host tier, dynamics/offload_sim.py)"
 """The engine rule the tier is simulated by, as the notes name it."""
+HICACHE_RULE = ("SGLang HiCache rule (write-through backup of radix-tree segments, loaded back at admission, "
+                "dynamics/offload_sim.py)")
+"""The rule under ``--policy sglang``: SGLang's host tier is HiCache's (``sim_tiers._RULES``)."""
 
 
 @dataclass
@@ -72,6 +75,7 @@ class TierCapacity(SizedFigures):
     without_tier: SimCapacity
     host_hit_tokens_at_boundary: int
     rule: str = TIER_RULE
+    engine_flags: str = ""  # the engine's flags for the tier simulated (vLLM's size over TP; SGLang's --hicache-size)
     notes: list[str] = field(default_factory=list)
     at_sized: SizedRun | None = None
     rerun: Any = None  # rate → SizedRun: the run with the tier at another rate (``_rerun``)
@@ -102,7 +106,7 @@ class TierCapacity(SizedFigures):
         miss = (f"; {self.first_failing_req_per_s:g} req/s misses" if self.first_failing_req_per_s is not None
                 else "; still met after the last doubling, so at least this")
         return (f"capacity: SLO-capacity search on the request rate with a {self.tier_gib_per_gpu:g} GiB per GPU host "
-                f"KV tier in the simulator ({self.method}; {TIER_RULE}; {len(self.probes)} probes of "
+                f"KV tier in the simulator ({self.method}; {self.rule}; {len(self.probes)} probes of "
                 f"{self.run.setup.num_requests:,} requests, seed {self.run.args.seed}, from 1 req/s as the capacity "
                 f"without the tier, {w.rate_req_per_s:g} req/s, was searched): the highest rate with ≥ "
                 f"{self.target:.0%} of requests within the SLO is {self.rate_req_per_s:g} req/s "
@@ -133,14 +137,8 @@ def tier_search_capacity(args: Any, synthetic: Any, slo: Any, host_gib_per_gpu: 
         InputError: a simulation that cannot run.
         NoAnswerError: no rate down to the search's halving limit meets the target with the tier (no capacity: exit 1).
     """
-    from kvledger.accounting.kv_tier_rules import TierSettings
-
-    if "sglang" in (args.policy, args.prefix_caching_policy):
-        raise InputError("cost --simulate --kv-tier-host simulates vLLM's native CPU offloading (--kv-offloading-size, "
-                         "the search's tier probe); with SGLang's policy, price the tier without simulating it "
-                         "(--at-offered-load) or see simulate --enable-hierarchical-cache for HiCache's hits")
     target = without.search.target
-    tier = TierSettings(kv_offloading_size_gib=host_gib_per_gpu * args.tp, kv_offloading_backend="native")
+    args, tier, flags, rule = engine_tier(args, host_gib_per_gpu)
     found, block = capacity_with_tier(args, slo, tier, WithoutTier.of_capacity(without), synthetic=synthetic)
     sb = found.search
     b = sb.boundary.boundary_value
@@ -169,10 +167,38 @@ def tier_search_capacity(args: Any, synthetic: Any, slo: Any, host_gib_per_gpu: 
     cap = TierCapacity(sb.boundary_run, float(b), at.attainment, float(sb.goodput_at_boundary_req_per_s),
                        first_failing, first_failing is None and capped(b, without.bound_req_per_s) == b,
                        sorted([p.value, p.attainment] for p in sb.probes), tier_d, host_gib_per_gpu, target, without,
-                       hits, notes=notes + [n for n in sb.notes if n not in without.search.notes], block=block)
+                       hits, rule, notes=notes + [n for n in sb.notes if n not in without.search.notes], block=block,
+                       engine_flags=flags)
     if cap.lower_bound:
         cap.notes.append("with the tier the target was still met at the last doubling: the capacity is at least this")
     return _sized(cap, sb, (args, tier, synthetic), slo)
+
+
+def engine_tier(args: Any, gib_per_gpu: float) -> tuple[Any, Any, str, str]:
+    """(the args of the runs with the tier, its ``TierSettings``, the engine's flags for it, the rule's words) for a
+    host tier of ``gib_per_gpu`` GiB per GPU: vLLM's native connector with ``--kv-offloading-size`` = GiB × TP (the
+    flag is over the TP ranks); under ``--policy sglang`` HiCache with ``--hicache-size`` in whole GB (10^9 B) per GPU,
+    the GiB floored to them (SGLang's flag is an int, server_args.py ``hicache_size``), HiCache's prefill-graph rule on
+    (``cli.tier_opts.with_hicache``'s).
+
+    Raises:
+        InputError: a tier under 1 GB under SGLang.
+    """
+    from kvledger.accounting.kv_tier_rules import TierSettings
+
+    sglang = args.policy == "sglang"  # a prefix cache of the other engine: sim_tiers.host_tier_for refuses it
+    if not sglang:
+        tier = TierSettings(kv_offloading_size_gib=gib_per_gpu * args.tp, kv_offloading_backend="native")
+        return args, tier, f"vLLM --kv-offloading-size {gib_per_gpu * args.tp:,.4g} GiB over TP {args.tp}", TIER_RULE
+    gb = int(gib_per_gpu * 2**30 // 10**9)
+    if gb < 1:
+        raise InputError(f"--kv-tier-host {gib_per_gpu:g} GiB under --policy sglang: SGLang's --hicache-size takes "
+                         "whole GB (10^9 B) per GPU, and this is under 1 GB; give at least 1 GB (0.932 GiB)")
+    tier = TierSettings(enable_hierarchical_cache=True, hicache_size_gb=gb, engine_flag="--policy")
+    flags = f"SGLang --enable-hierarchical-cache --hicache-size {gb}: whole GB per GPU"
+    given_gb = gib_per_gpu * 2**30 / 1e9
+    flags += "" if gb == given_gb else f", {gib_per_gpu:g} GiB being {given_gb:,.4g} GB"
+    return replace(args, enable_hierarchical_cache=True), tier, flags, HICACHE_RULE
 
 
 def _sized(cap: TierCapacity, sb: Any, run: tuple[Any, Any, Any], slo: Any) -> TierCapacity:
