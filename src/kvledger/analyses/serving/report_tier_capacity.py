@@ -166,7 +166,10 @@ def search_with_tier(args: Any, slo: Any, target: float, axis: str, tier: Any, *
     if seeds != 1:
         raise InputError("--seeds with KV tier flags: the capacity with the tiers is searched for one seed; drop "
                          "--seeds, or the tier flags to see the capacity's range over seeds")
-    without = simulated_goodput_search(args, slo, target, "request_rate", lo=lo, hi=hi, tol=tol, synthetic=synthetic)
+    # without the tiers: the deployment without HiCache too (its prefill-graph rule off, SGLang 0.5.10-0.5.16's pool),
+    # as report and cost --kv-tier-host search it (cost_runs.sim_run's search on the args without the tier flags)
+    plain = dataclasses.replace(args, enable_hierarchical_cache=False) if tier.enable_hierarchical_cache else args
+    without = simulated_goodput_search(plain, slo, target, "request_rate", lo=lo, hi=hi, tol=tol, synthetic=synthetic)
     found, block = capacity_with_tier(args, slo, tier, WithoutTier.of_search(without.search), lo=lo, hi=hi, tol=tol,
                                       synthetic=synthetic)
     found.search.notes.insert(0, WITH_TIERS_NOTE)
