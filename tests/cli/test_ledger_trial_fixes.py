@@ -59,10 +59,13 @@ def test_plan_fits_line_says_when_the_range_may_not_hold_one_request():
     low, high = plan["memory"]["ranges"]["max_concurrency"]
     assert low < 1 <= high  # the central figure holds one 131,072-token request, the range's low end does not
     out = _out("plan", "openai/gpt-oss-120b", "--gpu", "H100")
-    # gpt-oss has sliding layers: the figure is vLLM's start-up check, and the decoding figure follows it
-    assert f"fits: 1 concurrent 131,072-token request at vLLM's start-up check (the engine's printed 1.61x — but may " \
+    # gpt-oss has sliding layers: the figure is vLLM's start-up check (the short plan's concurrency line says so, and
+    # that the × is the engine's printed one), and the decoding figure follows it
+    assert f"fits: 1 concurrent 131,072-token request at start-up (1.61x — but may " \
            f"not: the range's low end holds {low:.2f}x, under one request); ≈1 at once while decoding" \
            in " ".join(out.split())
+    assert f"at vLLM's start-up check (the engine's printed 1.61x — but may not: the range's low end holds {low:.2f}x" \
+        in " ".join(_out("plan", "openai/gpt-oss-120b", "--gpu", "H100", "--verbose").split())
 
 
 def test_plan_prints_available_kv_at_the_precision_of_its_other_gib_figures():

@@ -28,12 +28,17 @@ def test_nemotron_h_56b_tp2_plan_start_up_and_decoding():
     assert (rows[2048]["blocks_per_request"], rows[2048]["max_requests"]) == (19, 10)
     assert (rows[2048]["decode_blocks_per_request"], rows[2048]["decode_requests"]) == (7, 28)
     out = " ".join(run_cli("plan", *NEMOTRON, "--context", "2K,8K").output.split())  # lines wrapped at the width
-    assert ("9 concurrent 8,192-token requests at vLLM's start-up check (the engine's printed 9.90x); ≈14 at once "
-            "while decoding (each Mamba state group holds ≤ 2 pages: 1 between steps, 2 while a step crosses a block "
-            "boundary") in out
+    # the short plan says what the state groups hold once, on its concurrency line, and the verdict no more again
+    assert "9 concurrent 8,192-token requests at start-up (9.90x); ≈14 at once while decoding" in out
+    assert ("are vLLM's start-up check (its printed \"Maximum concurrency\"); while decoding, each Mamba state group "
+            "holds ≤ 2 pages: 1 between steps, 2 while a step crosses a block boundary") in out
+    assert out.count("each Mamba state group holds ≤ 2 pages") == 1
     # how the start-up check counts the state groups and which manager frees them: the full ledger (--verbose); the
     # short plan keeps the clause's facts within its 26 lines
     full = " ".join(run_cli("plan", *NEMOTRON, "--context", "2K,8K", "--verbose").output.split())
+    assert ("9 concurrent 8,192-token requests at vLLM's start-up check (the engine's printed 9.90x); ≈14 at once "
+            "while decoding (each Mamba state group holds ≤ 2 pages: 1 between steps, 2 while a step crosses a block "
+            "boundary") in full
     assert "each Mamba state group counted at 3 pages (MambaSpec.max_memory_usage_bytes)" in full
     assert "MambaManager.remove_skipped_blocks" in full and "MambaManager.remove_skipped_blocks" not in out
 

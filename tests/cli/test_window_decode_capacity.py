@@ -126,9 +126,13 @@ def test_chunked_local_layers_hold_their_chunk_and_name_their_manager():
 
 def test_decode_clause_says_where_max_num_seqs_caps():
     # gpt-oss-20b on H100 at its default max_model_len: at 2,048 tokens about 1,119 fit while decoding, above
-    # max_num_seqs = 1,024, so the cap is said with its context.
+    # max_num_seqs = 1,024, so the cap is said with its context; the short plan's row says the ≈1,119 itself, the
+    # full ledger says it again with the cap
     out = run_cli("plan", "openai/gpt-oss-20b", "--gpu", "H100-SXM").output
-    assert "max_num_seqs = 1,024 still caps what runs while decoding at 2,048 tokens (≈1,119 would fit)" in out
+    assert "max_num_seqs = 1,024 still caps what runs while decoding at 2,048 tokens" in out
+    assert "≈1,119 while decoding;" in out and "would fit" not in out
+    full = " ".join(run_cli("plan", "openai/gpt-oss-20b", "--gpu", "H100-SXM", "--verbose").output.split())
+    assert "max_num_seqs = 1,024 still caps what runs while decoding at 2,048 tokens (≈1,119 would fit)" in full
 
 
 def test_gpt_oss_120b_short_plan_keeps_to_26_lines():
@@ -140,7 +144,9 @@ def test_gpt_oss_120b_short_plan_keeps_to_26_lines():
     assert len(lines) <= 26 and max(len(line) for line in lines) <= 80, res.output
     flat = " ".join(res.output.split())
     assert "the requests and × are vLLM's start-up check" in flat
-    assert "max_num_seqs = 1,024 still caps what runs while decoding at 2,048 tokens (≈2,705 would fit)" in flat
+    assert "max_num_seqs = 1,024 still caps what runs while decoding at 2,048 tokens" in flat
+    assert "≈2,705 while decoding;" in flat  # on its row; "(≈2,705 would fit)" with the cap under --verbose
     full = " ".join(run_cli("plan", "openai/gpt-oss-120b", "--gpu", "H100-SXM", "--tp", "4",
                             "--verbose").output.split())
+    assert "max_num_seqs = 1,024 still caps what runs while decoding at 2,048 tokens (≈2,705 would fit)" in full
     assert "SlidingWindowManager" in full and "the engine runs at most max_num_seqs = 1,024 at once" in full

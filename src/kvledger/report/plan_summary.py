@@ -20,8 +20,8 @@ from kvledger.catalog.family_base import WARNING_NOTE
 from kvledger.catalog.hfread import CLASS_DEFAULTS_NOTE
 from kvledger.units import GiB, KiB, fmt_low
 
-__all__ = ["summary_lines", "attention_by_context_text", "limit_names", "warning_lines", "ASSUMED_RELEASE",
-           "vllm_flags_text"]
+__all__ = ["summary_lines", "verdict_text", "attention_by_context_text", "limit_names", "warning_lines",
+           "ASSUMED_RELEASE", "vllm_flags_text"]
 
 
 def warning_lines(p: Plan, *, verbose: bool = True) -> list[str]:
@@ -231,7 +231,8 @@ def _decode_clause(p: Plan, verbose: bool = True) -> str:
     if not dec or p.layout is None:
         return ""
     over = [r for r in dec if r.decode_requests > r.running_cap]
-    at = " and ".join(f"{r.context_tokens:,} tokens (≈{r.decode_requests:,} would fit)" for r in over)
+    at = (" and ".join(f"{r.context_tokens:,} tokens (≈{r.decode_requests:,} would fit)" for r in over) if verbose
+          else " and ".join(f"{r.context_tokens:,}" for r in over) + " tokens")  # short: its row says the ≈ figure
     cap = f"; max_num_seqs = {over[0].running_cap:,} still caps what runs while decoding at {at}" if over else ""
     counted, freed = manager_words(p.layout)
     if not verbose:
@@ -239,6 +240,17 @@ def _decode_clause(p: Plan, verbose: bool = True) -> str:
                 f"decoding, {window_words(p.layout)}{cap}")
     return (f" — the requests and × are vLLM's start-up check (its printed \"Maximum concurrency\": {counted}); while "
             f"decoding, {window_words(p.layout)} ({freed}){cap}")
+
+
+def verdict_text(p: Plan, verbose: bool = True) -> str:
+    """The verdict's line; in the short plan, where its concurrency line already says that the × is the engine's
+    printed start-up figure and what the windowed layers hold while decoding, the verdict without either said again
+    (``window_capacity.at_max_words``' words; ``verbose`` keeps them)."""
+    said = f" at once while decoding ({window_words(p.layout)})" if p.layout is not None else ""
+    if verbose or not said or not _decode_clause(p, verbose=False):
+        return p.advice.message
+    return (p.advice.message.replace(said, " at once while decoding", 1)
+            .replace("at vLLM's start-up check (the engine's printed ", "at start-up (", 1))
 
 
 def attention_by_context_text(r: RooflineReport) -> str:

@@ -16,6 +16,7 @@ from kvledger.report.plan_summary import (
     attention_by_context_text,
     limit_names,
     summary_lines,
+    verdict_text,
     vllm_flags_text,
     warning_lines,
 )
@@ -221,12 +222,12 @@ def _roofline(p: Plan) -> list[Table]:
     return [t, d]
 
 
-def _seqs_text(p: Plan) -> str:
+def _seqs_text(p: Plan, verbose: bool = True) -> str:
     """max_num_seqs as a number, or what it is when SGLang had no KV tokens to size max_running_requests from (its rule
-    gives 0 there: min(…, #tokens // 2))."""
+    gives 0 there: min(…, #tokens // 2)); who sizes it with ``verbose`` only (the short plan's title)."""
     m = p.memory
     if m.max_num_seqs == 0 and m.engine == "sglang" and m.pool_tokens <= 0:
-        return "— (SGLang sizes max_running_requests from the KV pool, which is empty)"
+        return f"— ({'SGLang sizes max_running_requests' if verbose else 'sized'} from the KV pool, which is empty)"
     return f"{m.max_num_seqs:,}"
 
 
@@ -240,7 +241,7 @@ def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
                   f"{p.memory.engine_version}{assumed}, TP {s.tp}{pp}{vllm_flags_text(s)}, "
                   f"max_model_len {p.memory.max_model_len:,}{' (auto)' * bool(s.auto_max_model_len)}, "
                   f"{bt} {p.memory.max_num_batched_tokens:,}, "
-                  f"{ns} {_seqs_text(p)}" + (f", cuda_graph_max_bs {p.memory.cuda_graph_max_bs}"
+                  f"{ns} {_seqs_text(p, verbose)}" + (f", cuda_graph_max_bs {p.memory.cuda_graph_max_bs}"
                                              if p.memory.engine == "sglang" and p.memory.cuda_graph_max_bs else ""))
     for line in warning_lines(p, verbose=verbose):  # nodes past one (node_size.py), a model part not counted
         console.print(line, highlight=False)
@@ -282,7 +283,7 @@ def _verdict(p: Plan, console: Console, *, verbose: bool = True) -> None:
     if p.advice:
         color = ("green" if p.fits or p.memory.kv_free else "yellow") if p.advice.verdict == "fits" else "red"
         color = "yellow" if p.advice.verdict == "served_at_lower_len" else color  # TRT-LLM, SGLang: a lower length
-        console.print(f"[bold {color}]{p.advice.message}[/]")
+        console.print(f"[bold {color}]{verdict_text(p, verbose)}[/]")
         for o in p.advice.options:
             reqs = (f"{o.max_requests:,} concurrent {o.context_tokens or p.memory.max_model_len:,}-token "
                     f"request{'' if o.max_requests == 1 else 's'}")

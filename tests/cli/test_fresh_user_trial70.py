@@ -1,0 +1,53 @@
+"""What a fresh user's trial found: two short plans past 26 lines at 80 columns (gpt-oss-120b at TP 8, whose verdict
+said the sliding-window clause its concurrency line had just said; Llama-3.1-405B under SGLang at TP 8, whose title
+explained an empty max_running_requests at length)."""
+
+from __future__ import annotations
+
+import pytest
+from cli_run import run_cli
+
+GPT_OSS_120B = "/work/shared/data/models/openai--gpt-oss-120b.json"
+
+
+def _short(*args: str) -> tuple[list[str], str]:
+    """The short plan's stdout lines at 80 columns, and the whole of it on one line (the words as wrapped)."""
+    res = run_cli("plan", *args, columns=80)
+    assert res.exit_code in (0, 3), res.output
+    return res.stdout.splitlines(), " ".join(res.stdout.split())
+
+
+@pytest.mark.parametrize("model", [GPT_OSS_120B, "openai/gpt-oss-120b"])
+@pytest.mark.parametrize("gpu", ["H100", "H200"])
+def test_gpt_oss_120b_tp8_short_plan_says_the_window_once(model, gpu):
+    # the config file's path makes the title 3 lines (the repo id 2): 28 and 27 lines before, on H100
+    lines, flat = _short(model, "--gpu", gpu, "--tp", "8")
+    assert len(lines) <= 26 and max(len(line) for line in lines) <= 80, "\n".join(lines)
+    assert flat.count("sliding layers hold ≤ 128 tokens + a block") == 1  # the concurrency line's, not the verdict's
+    if gpu == "H100":
+        # 852,538 blocks of 16 tokens (852,537 usable: vLLM's null block). At 131,072 tokens a request counts 8,192
+        # full-attention blocks + 1,033 sliding ones at start-up (its window plus the tokens in flight): 9,225 →
+        # 852,538 / 9,225 = 92.42x, 852,537 // 9,225 = 92; while decoding 8,192 + (128 / 16 + 1 block) = 8,201 →
+        # 852,537 // 8,201 = 103. The range's low end, 89.15x, holds 89.
+        assert ("fits: 92 concurrent 131,072-token requests at start-up (92.42x — the range's low end holds 89.15x, so "
+                "as few as 89); ≈103 at once while decoding") in flat
+        # the cap said once, with its contexts; each ≈ figure on its row: 852,537 // (128 + 9) = 6,222 at 2,048 tokens
+        assert "max_num_seqs = 1,024 still caps what runs while decoding at 2,048 and 8,192 tokens" in flat
+        assert "2,048 tokens: 3,317 requests (3,317.27x, range 3,200.15–3,446.00x), ≈6,222 while decoding;" in flat
+        full = " ".join(run_cli("plan", model, "--gpu", gpu, "--tp", "8", "--verbose").stdout.split())
+        assert ("at vLLM's start-up check (the engine's printed 92.42x — the range's low end holds 89.15x, so as few "
+                "as 89); ≈103 at once while decoding (sliding layers hold ≤ 128 tokens + a block)") in full
+        assert "at 2,048 tokens (≈6,222 would fit) and 8,192 tokens (≈1,636 would fit)" in full
+
+
+def test_llama_405b_sglang_tp8_short_plan_within_26_lines():
+    # 405.9e9 parameters × 2 B ÷ TP 8 = 94.50 GiB of weights a GPU against SGLang's 76.52 GiB free before the load:
+    # no KV pool, so SGLang's max_running_requests (min(…, pool tokens // 2)) is 0, said in the title; 27 lines before
+    lines, flat = _short("meta-llama/Llama-3.1-405B", "--engine", "sglang", "--tp", "8", "--gpu", "H100")
+    assert len(lines) <= 26 and max(len(line) for line in lines) <= 80, "\n".join(lines)
+    assert "max_running_requests — (sized from the KV pool, which is empty), cuda_graph_max_bs 512" in flat
+    assert "weights 94.50 GiB (94.41–94.74), no memory left for the KV cache (short by 32.50 GiB" in flat
+    assert "  → --gpu h200-sxm: 3 concurrent 131,072-token requests (3.55x)" in lines
+    full = " ".join(run_cli("plan", "meta-llama/Llama-3.1-405B", "--engine", "sglang", "--tp", "8", "--gpu", "H100",
+                            "--verbose").stdout.split())
+    assert "max_running_requests — (SGLang sizes max_running_requests from the KV pool, which is empty)" in full
