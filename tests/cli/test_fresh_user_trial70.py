@@ -4,8 +4,10 @@ explained an empty max_running_requests at length)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from cli_run import run_cli
+from cli_run import cli_json, refused, run_cli
 
 GPT_OSS_120B = "/work/shared/data/models/openai--gpt-oss-120b.json"
 
@@ -51,3 +53,17 @@ def test_llama_405b_sglang_tp8_short_plan_within_26_lines():
     full = " ".join(run_cli("plan", "meta-llama/Llama-3.1-405B", "--engine", "sglang", "--tp", "8", "--gpu", "H100",
                             "--verbose").stdout.split())
     assert "max_running_requests — (SGLang sizes max_running_requests from the KV pool, which is empty)" in full
+
+
+AIPERF = Path(__file__).resolve().parents[1] / "fixtures" / "bench_public" / "aiperf_0_11_profile_export_aiperf.json"
+
+
+def test_goodput_target_on_one_file_asks_for_a_sweep():
+    # AIPerf's concurrency_16 export: one closed-loop run with no request rate. --target looks for the largest rate
+    # that meets the target, which one run at one load cannot show: the refusal says so, not "no finite request_rate"
+    msg = refused("goodput", str(AIPERF), "--slo", "ttft=1s", "--target", "0.9")
+    assert msg == (f"{AIPERF}: one run: a capacity search over measured files needs a "
+                   "sweep, several runs at different request rates (their files together, or one file holding the "
+                   "sweep); or search by simulation: --simulate MODEL --gpu GPU")
+    # the same file without --target is one run's goodput: all 200 requests have TTFT ≤ 900 ms (its max), so 100 %
+    assert cli_json("goodput", str(AIPERF), "--slo", "ttft=1s")["attainment"] == 1.0

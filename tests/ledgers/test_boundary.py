@@ -112,9 +112,13 @@ def test_a_passing_value_above_a_failing_lowest_is_said_not_to_be_a_capacity():
 
 def test_sweep_input_errors():
     runs = [read_run(DATA / "inferencex/inferencex_glm5_fp8_vllm_tp8_isl1024_osl128_conc4.json")]
-    # InferenceX ran with request_rate "inf" (closed loop at fixed concurrency)
-    with pytest.raises(InputError, match="request_rate=inf is a closed-loop run; use --axis concurrency"):
+    # InferenceX ran with request_rate "inf" (closed loop at fixed concurrency): alone, the run cannot be a sweep
+    with pytest.raises(InputError, match="conc4.json: one run at request_rate=inf: a capacity search over measured "
+                                         "files needs a sweep, several runs at different request rates"):
         boundary_from_sweep(runs, parse_slo("ttft=1s"), 0.9)
+    pair = runs + [read_run(DATA / "inferencex/inferencex_glm5_fp8_vllm_tp8_isl1024_osl128_conc16.json")]
+    with pytest.raises(InputError, match="request_rate=inf is a closed-loop run; use --axis concurrency"):
+        boundary_from_sweep(pair, parse_slo("ttft=1s"), 0.9)
     assert boundary_from_sweep(runs, parse_slo("ttft=1s"), 0.9, axis="concurrency").boundary_value == 4
     with pytest.raises(InputError, match=r"^attainment target 90 is out of range; allowed: \(0, 1\] \(share of "
                                          r"requests within the SLO, e\.g\. 0\.9 for 90 %\)$"):

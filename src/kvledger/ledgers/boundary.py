@@ -105,6 +105,15 @@ def axis_value(run: RunRecords | AggregateRun, axis: str) -> float:
     Raises:
         InputError: unknown axis, or the run does not state the value (or states an infinite rate).
     """
+    return _axis_value(run, axis, alone=False)
+
+
+_SWEPT = {"request_rate": "request rates", "concurrency": "concurrencies", "max_num_seqs": "max_num_seqs values"}
+
+
+def _axis_value(run: RunRecords | AggregateRun, axis: str, alone: bool) -> float:
+    """``axis_value``; ``alone``: the run is the only one given, so its refusal says that a capacity search over
+    measured runs needs a sweep (one run at one load has no boundary to find), and how to search without one."""
     if axis not in AXES:
         raise InputError(f"unknown boundary axis {axis!r}; use one of {', '.join(AXES)}")
     md = run.metadata
@@ -116,11 +125,13 @@ def axis_value(run: RunRecords | AggregateRun, axis: str) -> float:
     if not math.isfinite(x):
         label = md.extra.get("run_label")
         label = f"{Path(md.source).name} [{label}]" if label else md.source
-        hint = (
-            " (request_rate=inf is a closed-loop run; use --axis concurrency)"
-            if axis == "request_rate" and v is not None
-            else ""
-        )
+        closed = axis == "request_rate" and v is not None  # request_rate=inf: every request at t = 0
+        if alone:
+            raise InputError(f"{label}: one run{' at request_rate=inf' if closed else ''}: a capacity search over "
+                             f"measured files needs a sweep, several runs at different {_SWEPT[axis]} (their files "
+                             "together, or one file holding the sweep); or search by simulation: --simulate MODEL "
+                             "--gpu GPU")
+        hint = " (request_rate=inf is a closed-loop run; use --axis concurrency)" if closed else ""
         raise InputError(f"{label}: the run states no finite {axis}{hint}")
     return x
 
@@ -185,7 +196,7 @@ def boundary_from_sweep(runs: list[RunRecords | AggregateRun], slo: SLO, target:
     _check_target(target)
     if not runs:
         raise InputError("no runs to search")
-    vals = list(values) if values is not None else [axis_value(r, axis) for r in runs]
+    vals = list(values) if values is not None else [_axis_value(r, axis, alone=len(runs) == 1) for r in runs]
     if len(vals) != len(runs):
         raise InputError(f"{len(vals)} axis values for {len(runs)} runs")
     if len(set(vals)) != len(vals):
