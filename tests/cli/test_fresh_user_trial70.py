@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cli_run import cli_json, refused, run_cli
+from cli_run import MODEL, cli_json, refused, run_cli
 
 GPT_OSS_120B = "/work/shared/data/models/openai--gpt-oss-120b.json"
 
@@ -67,3 +67,27 @@ def test_goodput_target_on_one_file_asks_for_a_sweep():
                    "sweep); or search by simulation: --simulate MODEL --gpu GPU")
     # the same file without --target is one run's goodput: all 200 requests have TTFT ≤ 900 ms (its max), so 100 %
     assert cli_json("goodput", str(AIPERF), "--slo", "ttft=1s")["attainment"] == 1.0
+
+
+@pytest.mark.parametrize("value, said", [
+    ("0", "--context-length: '0' must be a whole, positive number of tokens"),
+    ("abc", "--context-length: cannot read 'abc' as a token count"),
+    ("32.5K", "--context-length: '32.5K': vLLM refuses a decimal with a binary suffix (K = 1,024)"),
+    # 2T = 2 × 2^40 tokens, above the settings' bound of 2^26 = 67,108,864
+    ("2T", "--context-length 2T is out of range; allowed: [1, 67,108,864] tokens"),
+])
+def test_a_bad_context_length_is_named_as_typed(value, said):
+    for cmd in (("plan", MODEL, "--gpu", "H100-SXM"), ("simulate", MODEL, "--gpu", "H100-SXM", "--rate", "1")):
+        msg = refused(*cmd, "--engine", "sglang", "--context-length", value)
+        assert msg.startswith(said) and "--max-model-len" not in msg, msg
+    msg = refused("plan", MODEL, "--gpu", "H100-SXM", "--engine", "sglang", "--chunked-prefill-size", "0")
+    assert msg == "--chunked-prefill-size: '0' must be a whole, positive number of tokens"
+
+
+def test_a_context_length_past_the_model_names_sglangs_flag():
+    # Llama-3.1-8B's config: max_position_embeddings 131,072; 1M = 1,048,576 tokens
+    msg = refused("plan", MODEL, "--gpu", "H100-SXM", "--engine", "sglang", "--context-length", "1M")
+    assert msg.startswith("--context-length (--max-model-len) 1,048,576 exceeds the 131,072 tokens")
+    # a good count reads as before: 32K = 32,768 under either spelling
+    assert cli_json("plan", MODEL, "--gpu", "H100-SXM", "--engine", "sglang", "--context-length", "32K")[
+        "memory"]["max_model_len"] == 32768

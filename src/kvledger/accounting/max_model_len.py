@@ -159,7 +159,8 @@ def resolve_max_model_len(model: ModelSpec, s: PlanSettings) -> tuple[int, str]:
                "max_position_embeddings is the scaled length" if derived < model.derived_max_model_len else
                "For the model's own long-context set-up, give a config.json whose rope_scaling sets it (YaRN) by its "
                "path in place of the model id")
-        raise InputError(f"--max-model-len {s.max_model_len:,} exceeds the {derived:,} tokens {model.name} supports "
+        flag = "--max-model-len" if s.engine != "sglang" else "--context-length (--max-model-len)"  # either typed
+        raise InputError(f"{flag} {s.max_model_len:,} exceeds the {derived:,} tokens {model.name} supports "
                          f"({s.engine} refuses this {unless}: `kvledger plan --allow-long-max-model-len`). {fix}")
     if s.max_model_len > derived:
         return s.max_model_len, (f"given, above the config's {derived:,} ({env or '--allow-long-max-model-len'}: "

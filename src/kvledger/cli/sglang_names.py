@@ -69,8 +69,30 @@ def resolve_sglang_names(group: Any, engine: str | None) -> None:
         if given is not None and given != defaults[target] and str(given) != str(value):
             raise InputError(f"{sg} {value} and {vflag} {given} name the same setting (SGLang's and vLLM's "
                              f"spelling): give one")
-        object.__setattr__(group, target, value)
+        object.__setattr__(group, target, _count(sg, value) if name in _TOKEN_COUNTS else value)
         object.__setattr__(group, name, None)
+
+
+#: the SGLang names that take a token count: read here, by the name typed, before their vLLM-named field gets the count
+_TOKEN_COUNTS = ("context_length", "chunked_prefill_size")
+
+
+def _count(flag: str, value: Any) -> str:
+    """A token count given by its SGLang name, read (``parse_tokens``: 8K = 8,192) and bounded as its vLLM-named
+    setting is (``settings.BOUNDS``), so that an error names ``flag``, the one typed, not the field it fills; the
+    count as digits.
+
+    Raises:
+        InputError: unreadable, not whole and positive, or out of range, naming ``flag``.
+    """
+    from kvledger.accounting.settings import BOUNDS
+    from kvledger.ranges import Range
+    from kvledger.units import parse_tokens
+
+    n = parse_tokens(str(value), what=flag)
+    lo, _, hi = BOUNDS["max_model_len" if flag == "--context-length" else "max_num_batched_tokens"]
+    Range(lo, hi, unit="tokens").check(flag, n, str(value).strip())
+    return str(n)
 
 
 @dataclass(frozen=True, slots=True)
