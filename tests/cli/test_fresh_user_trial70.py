@@ -91,3 +91,16 @@ def test_a_context_length_past_the_model_names_sglangs_flag():
     # a good count reads as before: 32K = 32,768 under either spelling
     assert cli_json("plan", MODEL, "--gpu", "H100-SXM", "--engine", "sglang", "--context-length", "32K")[
         "memory"]["max_model_len"] == 32768
+
+
+def test_round_robin_typed_with_one_replica_is_said_to_do_nothing():
+    note = ("--router round_robin: one replica (--replicas 1), so every request goes to it and the router does "
+            "nothing; --replicas N (N ≥ 2) puts it to work")
+    args = ("simulate", MODEL, "--gpu", "H100-SXM", "--rate", "2", "--num-requests", "50")
+    typed = cli_json(*args, "--router", "round_robin")
+    assert note in typed["notes"] and typed["summary"]["num_finished"] == 50  # all 50 served, by the one replica
+    assert not any(n.startswith("--router") for n in cli_json(*args)["notes"])  # the default, untyped: no note
+    two = cli_json(*args, "--router", "round_robin", "--replicas", "2")  # two replicas: the router routes
+    assert not any(n.startswith("--router") for n in two["notes"]) and two["replicas"] == 2
+    # the run is the same whether the default is typed or not: 50 requests, one replica, the same mean TTFT
+    assert typed["summary"]["ttft_s"] == cli_json(*args)["summary"]["ttft_s"]

@@ -138,4 +138,5 @@ def sim_request(model: str, gpu: str | None, workload: WorkloadFlags, engine: En
     fields = {_FIELD.get(k, k): v for k, v in values.items() if v is not None and k not in _NOT_SIMULATED}
     if workload.num_requests is None and num_requests_default is not None:
         fields["num_requests"] = num_requests_default
+    fields["router_given"] = engine.router is not None
     return SimRequestArgs(model=model, gpu=gpu, **fields), synthetic

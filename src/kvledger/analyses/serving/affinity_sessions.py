@@ -11,7 +11,7 @@ __all__ = ["sessions_for_affinity"]
 def sessions_for_affinity(a: Any, workload: Any, info: dict[str, Any], notes: list[str]) -> Any:
     """For ``--router session_affinity`` on an open-loop trace with prefix ids but no client ids (Mooncake): the
     requests with sessions inferred from shared hash-id prefixes (``session_traces.trace_sessions``: ≥ 2 segments)."""
-    if a.replicas < 2 and a.router != "round_robin":  # the default says nothing: it is what one replica does anyway
+    if a.replicas < 2 and (a.router != "round_robin" or a.router_given):  # the default untyped says nothing
         notes.append(f"--router {a.router}: one replica (--replicas 1), so every request goes to it and the router "
                      "does nothing; --replicas N (N ≥ 2) puts it to work")
     from kvledger.dynamics.workload.columns import WorkloadColumns

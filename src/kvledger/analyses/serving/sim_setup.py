@@ -78,6 +78,7 @@ class SimRequestArgs:
     kv_allocation: str | None = None
     replicas: int = 1
     router: str = "round_robin"
+    router_given: bool = False  # --router typed: the default named too earns the note that one replica needs none
     step_cost: str = "roofline"
     cpu_overhead: str | None = None
     client_latency: str | None = None  # --client-latency: added to each TTFT and E2E after the run (client_latency.py)
@@ -128,8 +129,7 @@ class SimSetup:
     plan: Any = None
     gpu_profile: Any = None  # the GpuProfile that priced the roofline (None: none), for the band (prediction_bands)
     client_latency: Any = None  # client_latency.ClientLatency added to each TTFT and E2E (None: none given)
-    #: the launch settings a measured run's own record gave (calibration.api.engine_for; empty for a simulation)
-    record_settings: dict[str, Any] = field(default_factory=dict)
+    record_settings: dict[str, Any] = field(default_factory=dict)  # a measured run's own (calibration.api.engine_for)
 
 
 _PLANS: dict[tuple, tuple[Any, int | None]] = {}  # (model, GPU, settings) → (plan, max_num_batched_tokens), per process
@@ -138,8 +138,8 @@ _PLAN_FIELDS = tuple(("model gpu engine_version tp max_model_len gpu_memory_util
                       "num_gpu_blocks_override max_total_tokens enable_prefix_caching disable_hybrid_kv_cache_manager "
                       "enforce_eager mamba_ssm_cache_dtype achievable_flops_fraction enable_expert_parallel "
                       "allreduce_link_share achievable_bandwidth_fraction gpu_profile gemm_efficiency mxfp4_backend "
-                      "data_parallel_size inter_node_link enable_hierarchical_cache all2all_backend pp "
-                      "ep_size enable_dp_attention moe_a2a_backend").split())
+                      "data_parallel_size inter_node_link enable_hierarchical_cache all2all_backend pp ep_size "
+                      "enable_dp_attention moe_a2a_backend").split())
 
 
 def plan_engine(a: SimRequestArgs) -> str:
