@@ -163,7 +163,7 @@ def test_report_adds_it_to_every_simulation_and_says_so(tmp_path):
     with_it = runner.invoke(app, [*base, "--client-latency", "30ms", "--out", str(tmp_path / "a.html"), "--json"])
     without = runner.invoke(app, [*base, "--out", str(tmp_path / "b.html"), "--json"])
     assert with_it.exit_code == 0 and without.exit_code == 0, (with_it.output, without.output)
-    d, b = json.loads(with_it.output), json.loads(without.output)
+    d, b = json.loads(with_it.stdout), json.loads(without.stdout)
     assert any(n.startswith(NOTE) for n in d["cost"]["simulation"]["notes"])
     assert not any("client latency" in n for n in b["cost"]["simulation"]["notes"])
     assert "client latency 30 ms added" in (tmp_path / "a.html").read_text()
@@ -173,7 +173,7 @@ def test_report_adds_it_to_every_simulation_and_says_so(tmp_path):
     assert "--client-latency" in cmd and cmd[cmd.index("--client-latency") + 1] == "30ms"
     gp = runner.invoke(app, [*cmd[1:]])
     assert gp.exit_code == 0, gp.output
-    assert json.loads(gp.output)["boundary"]["boundary_value"] == cap["slo_capacity_req_per_s"]
+    assert json.loads(gp.stdout)["boundary"]["boundary_value"] == cap["slo_capacity_req_per_s"]
     text = runner.invoke(app, [*base, "--client-latency", "30ms", "--out", str(tmp_path / "a.html")])
     assert text.exit_code == 0 and f"note: {NOTE}" in text.output
     bad = runner.invoke(app, [*base, "--client-latency", "-5ms", "--out", str(tmp_path / "c.html")])

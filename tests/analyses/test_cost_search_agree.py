@@ -35,7 +35,7 @@ def both() -> tuple[dict, dict]:
     assert res_c.exit_code == 0, res_c.output
     res_s = runner.invoke(app, ["search", *CASE, "--tp", "1"])
     assert res_s.exit_code == 0, res_s.output
-    return json.loads(res_c.output), json.loads(res_s.output)["candidates"][0]
+    return json.loads(res_c.stdout), json.loads(res_s.stdout)["candidates"][0]
 
 
 def test_per_replica_rate_is_the_mean_rate_over_the_replicas_below_the_rate_sized_on():

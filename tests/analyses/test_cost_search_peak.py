@@ -27,8 +27,8 @@ def _both(volume: list[str]) -> tuple[dict, dict, dict]:
     assert res_c.exit_code == 0, res_c.output
     res_s = runner.invoke(app, ["search", *CASE, *volume, "--tp", "1"])
     assert res_s.exit_code == 0, res_s.output
-    s = json.loads(res_s.output)
-    return json.loads(res_c.output), s["candidates"][0], s
+    s = json.loads(res_s.stdout)
+    return json.loads(res_c.stdout), s["candidates"][0], s
 
 
 def _rent(cost: dict) -> float:

@@ -16,7 +16,7 @@ def test_the_price_named_is_the_row_billed():
     res = CliRunner().invoke(app, ["search", "meta-llama/Llama-3.1-70B", "--slo", "ttft=1s,tpot=60ms", "--gpus", "H200",
                                    "--tp", "2", "--monthly-tokens", "2B", "--json"])
     assert res.exit_code == 0, res.output
-    d = json.loads(res.output)
+    d = json.loads(res.stdout)
     w = next(e for e in d["candidates"] if e["status"] == "feasible")
     pr, s = w["price"], w["sizing"]
     # the cheapest row per GPU-hour is Nebius's 8-GPU instance at $3.50, but one TP-2 replica is cheapest on RunPod's
@@ -40,7 +40,7 @@ def test_the_price_named_is_the_row_billed():
 def test_the_headline_bill_says_it_is_gpu_rental_only():
     args = ["search", "meta-llama/Llama-3.1-70B", "--slo", "ttft=1s,tpot=60ms", "--gpus", "H200", "--tp", "2",
             "--monthly-tokens", "2B"]
-    d = json.loads(CliRunner().invoke(app, [*args, "--json"]).output)
+    d = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
     assert d["winner"]["bill_covers"] == "GPU rental only (the people line is in cost)"
     text = " ".join(CliRunner().invoke(app, args).output.split())
     # 1 replica × 2 GPUs × 730 h × $3.59 = $5,241.40 a month: the GPUs alone (cost adds $5,000/month of people)

@@ -32,8 +32,8 @@ def _winner(*extra: str) -> dict:
     res = CliRunner().invoke(app, ["search", "meta-llama/Llama-3.1-70B", "--slo", "ttft=1s,tpot=60ms", "--gpus", "H100",
                                    "--tp", "4", *extra, "--json"])
     assert res.exit_code == 0, res.output
-    w = json.loads(res.output)["winner"]
-    return w if "capacity" in w else next(e for e in json.loads(res.output)["candidates"] if e["id"] == w["id"])
+    w = json.loads(res.stdout)["winner"]
+    return w if "capacity" in w else next(e for e in json.loads(res.stdout)["candidates"] if e["id"] == w["id"])
 
 
 def test_search_prices_good_tokens_at_the_boundary_attainment():

@@ -48,7 +48,7 @@ DEFAULT_NOTE = ("TP all-reduces of the candidates at TP > 1: nvidia_l40s over PC
 def _search(*extra: str) -> dict:
     res = runner.invoke(app, [*SEARCH, *extra, "--json"])
     assert res.exit_code == 0, (res.output, res.exception)
-    return json.loads(res.output)
+    return json.loads(res.stdout)
 
 
 def _entry(doc: dict, cid: str) -> dict:
@@ -118,7 +118,7 @@ def test_a_ledger_of_another_share_is_not_resumed(tmp_path):
     first = runner.invoke(app, [*SEARCH, "--allreduce-link-share", "0.7", "--ledger", str(ledger), "--json"])
     assert first.exit_code == 0, first.output
     again = runner.invoke(app, [*SEARCH, "--allreduce-link-share", "0.7", "--resume", str(ledger), "--json"])
-    assert again.exit_code == 0 and json.loads(again.output)["ranking"] == json.loads(first.output)["ranking"]
+    assert again.exit_code == 0 and json.loads(again.stdout)["ranking"] == json.loads(first.stdout)["ranking"]
     for other in (["--allreduce-link-share", "0.6"], []):
         res = runner.invoke(app, [*SEARCH, *other, "--resume", str(ledger), "--json"])
         assert isinstance(res.exception, InputError) and "is the ledger of another search" in str(res.exception)

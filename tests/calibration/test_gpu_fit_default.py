@@ -155,5 +155,5 @@ def test_search_warns_under_its_header_when_the_profile_is_not_recommended(tmp_p
     said = text.find("warning: GPU profile")
     assert 0 < said < text.find("winner:")  # under the header, before the winner
     assert "not recommended — its FLOP fraction was set by TTFT alone" in text[said:]
-    doc = json.loads(CliRunner().invoke(app, [*args, "--json"]).output)
+    doc = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
     assert any(n.startswith("warning: GPU profile") and "not recommended" in n for n in doc["notes"])

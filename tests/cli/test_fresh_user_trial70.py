@@ -4,6 +4,7 @@ explained an empty max_running_requests at length)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,26 @@ def test_round_robin_typed_with_one_replica_is_said_to_do_nothing():
     assert not any(n.startswith("--router") for n in two["notes"]) and two["replicas"] == 2
     # the run is the same whether the default is typed or not: 50 requests, one replica, the same mean TTFT
     assert typed["summary"]["ttft_s"] == cli_json(*args)["summary"]["ttft_s"]
+
+
+def test_search_says_up_front_how_much_it_will_simulate():
+    # Llama-3.2-3B on L4 and H100 at TP 1: two candidates planned, neither settled by its plan or bounds, so both are
+    # simulated; each probe a run of the 60 requests asked; the operating points at 25, 50 and 75 % of the capacity
+    res = run_cli("search", "meta-llama/Llama-3.2-3B", "--slo", "ttft=2s,tpot=100ms", "--gpus", "L4,H100", "--tp", "1",
+                  "--max-model-len", "8K", "--num-requests", "60", "--utilization", "0.5", "--backend", "serial",
+                  "--json")
+    assert res.exit_code == 0, res.output
+    assert len(json.loads(res.stdout)["candidates"]) == 2  # stdout: the document alone
+    assert res.stderr.splitlines()[0] == (
+        "search: 2 of 2 candidates to simulate; each a capacity search: one simulation of 60 requests per probed rate "
+        "(doubling to a bracket, then bisecting to 1 %), then 3 operating points at 25/50/75 % of the capacity found")
+
+
+def test_search_of_sessions_names_them_per_probe():
+    # --workload agent: each probe simulates at least --sessions 20 agent sessions; said before the first simulation
+    res = run_cli("search", "meta-llama/Llama-3.2-3B", "--slo", "ttft=2s,tpot=100ms", "--gpus", "H100", "--tp", "1",
+                  "--workload", "agent", "--sessions", "20", "--utilization", "0.5", "--backend", "serial", "--json")
+    assert res.stderr.splitlines()[0].startswith(
+        "search: 1 of 1 candidate to simulate; each a capacity search: one simulation of ≥ 20 agent sessions per "
+        "probed rate"), res.stderr
+    assert "search:" not in res.stdout

@@ -190,7 +190,7 @@ def test_cost_simulate_prices_a_gpu_file_from_the_list_under_its_path(tmp_path):
     listed = runner.invoke(app, [*args, "--gpu-usd-per-hour", f"{g}=2"])
     one = runner.invoke(app, [*args, "--gpu-usd-per-hour", "2"])
     assert listed.exit_code == 0 and one.exit_code == 0, listed.output + one.output
-    a, b = json.loads(listed.output), json.loads(one.output)
+    a, b = json.loads(listed.stdout), json.loads(one.stdout)
     assert a["sticker"] == b["sticker"] and a["break_even_volume"] == b["break_even_volume"]
     assert a["secondary"] == b["secondary"] and "$0.0" in a["secondary"]
     assert f"user input (--gpu-usd-per-hour, {g})" in listed.output

@@ -35,7 +35,7 @@ def profile(tmp_path):
 def test_simulate_prices_the_roofline_with_the_profiles_fractions_and_says_so(profile):
     res = runner.invoke(app, SIM + ["--gpu-profile", str(profile), "--json"])
     assert res.exit_code == 0, res.output
-    doc = json.loads(res.output)
+    doc = json.loads(res.stdout)
     cost = doc["step_cost"]
     assert (cost["flops_fraction"], cost["bandwidth_fraction"], cost["scope"]) == (0.5, 0.6, "gpu")
     assert cost["priced_by"] == f"gpu: GPU profile {profile} (fitted on myrun)"
@@ -44,10 +44,10 @@ def test_simulate_prices_the_roofline_with_the_profiles_fractions_and_says_so(pr
     hand = runner.invoke(app, SIM + ["--gpu-profile", "none", "--achievable-flops-fraction", "0.5",
                                      "--achievable-bandwidth-fraction", "0.6", "--gemm-efficiency", "flat", "--json"])
     assert hand.exit_code == 0, hand.output
-    assert json.loads(hand.output)["summary"] == doc["summary"]
+    assert json.loads(hand.stdout)["summary"] == doc["summary"]
     # and it differs from the H100's default (uncalibrated: no default H100 profile; the measured matmul curve as
     # measured, bandwidth 0.8)
-    plain = json.loads(runner.invoke(app, SIM + ["--json"]).output)
+    plain = json.loads(runner.invoke(app, SIM + ["--json"]).stdout)
     assert plain["step_cost"]["scope"] == "uncalibrated"
     # --json says what priced it as the text does (a fresh-user trial found the key only on a profile's runs)
     assert plain["step_cost"]["priced_by"] == ("uncalibrated (the roofline at the default or given fractions, as its "
@@ -131,15 +131,15 @@ def test_plans_roofline_view_takes_the_profile_and_names_it(profile):
     base = ["plan", MODEL, "--gpu", "H100", "--json"]
     res = runner.invoke(app, base + ["--gpu-profile", str(profile)])
     assert res.exit_code == 0, res.output
-    doc = json.loads(res.output)
+    doc = json.loads(res.stdout)
     roof = doc["roofline"]
     assert (roof["flops_fraction"], roof["bandwidth_fraction"]) == (0.5, 0.6)
     assert roof.pop("priced_by") == f"gpu: GPU profile {profile} (fitted on myrun)"
     # the same plan as the two fractions given by hand; without either, the assumed 0.7 / 0.8 and no priced_by
     hand = json.loads(runner.invoke(app, base + ["--achievable-flops-fraction", "0.5",
-                                                 "--achievable-bandwidth-fraction", "0.6"]).output)
+                                                 "--achievable-bandwidth-fraction", "0.6"]).stdout)
     assert hand == doc
-    plain = json.loads(runner.invoke(app, base).output)["roofline"]
+    plain = json.loads(runner.invoke(app, base).stdout)["roofline"]
     assert (plain["flops_fraction"], plain["bandwidth_fraction"], "priced_by" in plain) == (0.7, 0.8, False)
     err = _error(runner.invoke(app, ["plan", MODEL, "--gpu", "A100", "--gpu-profile", str(profile)]))
     assert f"was fitted on {H100}, not NVIDIA A100 80GB SXM4" in err
@@ -150,12 +150,12 @@ def test_plan_on_a_gpu_with_a_bundled_profile_prices_the_roofline_as_simulate_do
     # 0.19 runs replayed under async scheduling, 0.19's default): 0.6989 of peak FLOP/s, 0.8654 of peak bandwidth, the
     # fractions simulate uses by default; both fractions by hand, or --gpu-profile none, leave it out
     base = ["plan", MODEL, "--gpu", "RTX 4090", "--json"]
-    roof = json.loads(runner.invoke(app, base).output)["roofline"]
+    roof = json.loads(runner.invoke(app, base).stdout)["roofline"]
     assert (roof["flops_fraction"], roof["bandwidth_fraction"]) == (0.6989, 0.8654)
     assert roof["priced_by"].startswith("gpu: GPU profile bundled:rtx-4090.json")
-    none = json.loads(runner.invoke(app, base + ["--gpu-profile", "none"]).output)["roofline"]
+    none = json.loads(runner.invoke(app, base + ["--gpu-profile", "none"]).stdout)["roofline"]
     hand = json.loads(runner.invoke(app, base + ["--achievable-flops-fraction", "0.7",
-                                                 "--achievable-bandwidth-fraction", "0.8"]).output)["roofline"]
+                                                 "--achievable-bandwidth-fraction", "0.8"]).stdout)["roofline"]
     assert none == hand and (none["flops_fraction"], none["bandwidth_fraction"], "priced_by" in none) == (0.7, 0.8,
                                                                                                           False)
 

@@ -39,7 +39,7 @@ def test_gpu_memory_beyond_the_largest_catalog_gpu_is_refused():
     assert "8,000.00 GiB is more memory than any GPU holds" in msg and "287.98 GiB" in msg
     # a bare 80 is 80 GiB and plans
     res = runner.invoke(app, ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--gpu-memory", "80", "--json"])
-    assert res.exit_code == 0 and json.loads(res.output)["gpu"]["memory_bytes"] == 80 * GiB
+    assert res.exit_code == 0 and json.loads(res.stdout)["gpu"]["memory_bytes"] == 80 * GiB
 
 
 def test_offloading_beyond_any_host_is_refused():
@@ -50,7 +50,7 @@ def test_offloading_beyond_any_host_is_refused():
                       catch_exceptions=False)
     res = runner.invoke(app, ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--kv-offloading-size", "256",
                               "--json"])
-    assert res.exit_code == 0 and "WARNING" not in " ".join(json.loads(res.output)["kv_tiers"]["notes"])
+    assert res.exit_code == 0 and "WARNING" not in " ".join(json.loads(res.stdout)["kv_tiers"]["notes"])
 
 
 @pytest.mark.parametrize("flag", ["--kv-offloading-size", "--kv-tier-nvme", "--kv-tier-remote", "--kv-tier-host"])

@@ -30,7 +30,7 @@ def test_utilization_with_a_load_is_refused_as_cost_refuses_it_with_a_volume():
 def _ok(args: list[str]) -> str:
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
-    return res.output
+    return res.stdout  # stderr: the progress lines (and the counts said before any simulation)
 
 
 def test_table_json_csv_and_plot(tmp_path):
@@ -113,7 +113,7 @@ def test_answer_first_at_80_columns_and_a_low_confidence_winner_says_so():
                               "--num-requests", "60", "--rate", "20"],
                         env={"COLUMNS": "80"})
     assert res.exit_code == 0, res.output
-    head = " ".join(" ".join(res.output.splitlines()[:11]).split())
+    head = " ".join(" ".join(res.stdout.splitlines()[:11]).split())
     assert "winner: amd_mi300x:tp1:kv-auto — $1,818/month, GPU rental only (the people line is in cost), for 1 GPU" \
         in head
     assert "low-confidence price row" in head and "memory rules not validated on amd_mi300x" in head
@@ -130,10 +130,10 @@ def test_answer_first_at_80_columns_and_a_low_confidence_winner_says_so():
     assert "SLO capacity 53 req/s per replica (53.00 good req/s there), 80% band 37.27–66.09 req/s" in head
     assert "[rests on: capacity probes replay a sample unlike the trace" in head
     assert "no measured run on AMD Instinct MI300X: the unmeasured-GPU band -19.8% … +42.2%" in head
-    head17 = " ".join(" ".join(res.output.splitlines()[:19]).split())
+    head17 = " ".join(" ".join(res.stdout.splitlines()[:19]).split())
     assert "vllm serve meta-llama/Llama-3.2-3B" in head17 and "cost frontier" in head17
     assert "flips at 1.08× the winner's low-confidence price" in head17  # the H100's $1,964 ÷ $1,817.70 = 1.080
-    assert all(len(line) <= 80 for line in res.output.splitlines() if not line.lstrip().startswith(("vllm", "vLLM",
+    assert all(len(line) <= 80 for line in res.stdout.splitlines() if not line.lstrip().startswith(("vllm", "vLLM",
                                                                                                    "SGLang", "check")))
 
 

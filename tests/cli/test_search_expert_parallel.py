@@ -20,7 +20,7 @@ SMALL = ["--gpus", "H100", "--tp", "1,2", "--slo", "ttft=2s,tpot=100ms", "--num-
 def _search(model: str, *extra: str) -> dict:
     res = runner.invoke(app, ["search", model, *SMALL, *extra, "--json"])
     assert res.exit_code == 0, res.output
-    return json.loads(res.output)
+    return json.loads(res.stdout)
 
 
 def test_moe_search_tries_expert_parallel_at_tp2_with_its_launch_command():
@@ -53,7 +53,7 @@ TP1_NOTE = ("--enable-expert-parallel changes nothing at TP 1 with data parallel
 def test_the_flag_at_tp1_is_said_to_change_nothing():
     only = ["--gpus", "H100", "--tp", "1", *SMALL[4:], "--enable-expert-parallel"]
     note = TP1_NOTE + ": every candidate is at TP 1, so none runs with expert parallelism"
-    assert note in json.loads(runner.invoke(app, ["search", MOE, *only, "--json"]).output)["notes"]
+    assert note in json.loads(runner.invoke(app, ["search", MOE, *only, "--json"]).stdout)["notes"]
     assert note in " ".join(runner.invoke(app, ["search", MOE, *only]).output.split())
     mixed = _search(MOE, "--enable-expert-parallel")["notes"]
     assert TP1_NOTE + ": the TP 1 candidates run without it (those at TP > 1 with it)" in mixed
@@ -88,7 +88,7 @@ def test_report_passes_the_flag_to_its_plan_and_simulations():
     res = runner.invoke(app, ["report", MOE, "--gpu", "H100", "--tp", "2", "--enable-expert-parallel", "--slo",
                               "ttft=2s,tpot=100ms", "--num-requests", "60", "--api", "OpenAI:gpt-4.1", "--json"])
     assert res.exit_code == 0, res.output
-    d = json.loads(res.output)
+    d = json.loads(res.stdout)
     assert d["plan"]["settings"]["enable_expert_parallel"] is True
     assert any(n.startswith("--enable-expert-parallel (EP 2") for n in d["plan"]["memory"]["notes"])
     assert any(n.startswith("--enable-expert-parallel (EP 2") for n in d["cost"]["simulation"]["notes"])
@@ -104,7 +104,7 @@ def test_disagg_takes_the_flag_in_every_pool():
     off, on = (runner.invoke(app, args + extra) for extra in ([], ["--enable-expert-parallel"]))
     assert off.exit_code == 0 and on.exit_code == 0, on.output
     assert "expert parallelism over 2 ranks" in on.output and "expert parallelism" not in off.output
-    assert json.loads(on.output) != json.loads(off.output)
+    assert json.loads(on.stdout) != json.loads(off.stdout)
 
 
 def test_the_csv_layout_names_expert_parallelism_as_the_table_does():

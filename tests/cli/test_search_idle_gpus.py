@@ -18,7 +18,7 @@ def test_search_per_token_cost_times_the_volume_is_its_bill():
                                    "--monthly-tokens", "1B", "--slo", "ttft=2s,tpot=100ms", "--num-requests", "100",
                                    "--gpu-provider", "CoreWeave", "--json"])
     assert res.exit_code == 0, res.output
-    c = next(c for c in json.loads(res.output)["candidates"] if c.get("status") == "feasible")
+    c = next(c for c in json.loads(res.stdout)["candidates"] if c.get("status") == "feasible")
     s, cost, wl = c["sizing"], c["cost"], c["workload"]
     assert (s["idle_gpus"], s["gpus_per_instance"]) == (7, 8)
     p, o = wl["prompt_tokens_mean"], wl["output_tokens_mean"]

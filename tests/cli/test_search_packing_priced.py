@@ -19,7 +19,7 @@ GCP_8X = 87.83248 / 8  # GCP a3-highgpu-8g, the only GCP H100 row: $87.83248 per
 def _feasible(*args: str) -> dict[str, dict]:
     res = CliRunner().invoke(app, [*LLAMA, *args, "--json"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
-    return {c["id"]: c for c in json.loads(res.output)["candidates"] if c["status"] == "feasible"}
+    return {c["id"]: c for c in json.loads(res.stdout)["candidates"] if c["status"] == "feasible"}
 
 
 def _good_requests(c: dict) -> float:

@@ -40,6 +40,8 @@ def test_the_cli_says_each_failure_as_it_happens_and_exits_1(monkeypatch):
     assert [(e["id"], e["status"]) for e in d["candidates"]] == [("nvidia_l4:tp1:kv-auto", "feasible"),
                                                                  ("nvidia_h100_sxm:tp1:kv-auto", "error")]
     assert res.stderr.splitlines() == [
+        "search: 2 of 2 candidates to simulate; each a capacity search: one simulation of 60 requests per probed rate "
+        "(doubling to a bracket, then bisecting to 1 %), then 3 operating points at 25/50/75 % of the capacity found",
         f"error: nvidia_h100_sxm:tp1:kv-auto could not be evaluated (worker failed): NodeDiedError: {NODE_DIED}",
         "error: 1 candidate(s) could not be evaluated (each said above as it failed: nvidia_h100_sxm:tp1:kv-auto). "
         "Run again with --resume LEDGER to redo only those."]

@@ -26,7 +26,7 @@ BOUND = 1 / (2 * 2_818_747_392 * 1025 / 6.99801e14 + 788_004_864 * 2 / 6.99801e1
 def _by_id(args: list[str]) -> dict[str, dict]:
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
-    return {c["id"]: c for c in json.loads(res.output)["candidates"]}
+    return {c["id"]: c for c in json.loads(res.stdout)["candidates"]}
 
 
 @pytest.mark.parametrize("cv", ["0", "1"])

@@ -13,8 +13,8 @@ SIM = ("--prompt-lengths", "fixed:200", "--output-lengths", "fixed:20", "--rate"
 
 def _pools(*extra: str) -> tuple[tuple[int, int], tuple[int, int]]:
     """((plan's blocks, block size), (simulate's blocks, block size)) for the same flags."""
-    m = json.loads(run_cli("plan", *QWEN, "--json", *extra).output)["memory"]
-    e = json.loads(run_cli("simulate", *QWEN, *SIM, "--json", *extra).output)["engine"]
+    m = json.loads(run_cli("plan", *QWEN, "--json", *extra).stdout)["memory"]
+    e = json.loads(run_cli("simulate", *QWEN, *SIM, "--json", *extra).stdout)["engine"]
     return (m["num_gpu_blocks"], m["block_size"]), (e["num_gpu_blocks"], e["block_size"])
 
 
@@ -38,17 +38,17 @@ def test_nemotron_h_float16_as_plan():
     # page and the block (2,080 tokens) and about doubles the blocks, 393 (tests/cli/test_mamba_flags.py works both).
     nemo = ("nvidia/Nemotron-H-56B-Base-8K", "--gpu", "H100-SXM", "--tp", "2", *SIM, "--json")
     for extra, pool in (((), (198, 4128)), (("--mamba-ssm-cache-dtype", "float16"), (393, 2080))):
-        doc = json.loads(run_cli("simulate", *nemo, *extra).output)
+        doc = json.loads(run_cli("simulate", *nemo, *extra).stdout)
         assert (doc["engine"]["num_gpu_blocks"], doc["engine"]["block_size"]) == pool
     assert any(n.startswith("Mamba SSM state in float32 (4 B per element): --mamba-ssm-cache-dtype auto becomes vLLM's "
-                            "default for Nemotron-H (float32)") for n in json.loads(run_cli("simulate", *nemo).output)
+                            "default for Nemotron-H (float32)") for n in json.loads(run_cli("simulate", *nemo).stdout)
                ["notes"])
 
 
 def test_simulate_says_when_it_has_no_effect():
     # as plan says it (tests/cli/test_mamba_flags.py): Llama-3.1-8B keeps no state layer
     doc = json.loads(run_cli("simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM", *SIM, "--json",
-                             "--mamba-ssm-cache-dtype", "float16").output)
+                             "--mamba-ssm-cache-dtype", "float16").stdout)
     assert "--mamba-ssm-cache-dtype float16 has no effect: the model keeps no Mamba (SSM) state" in doc["notes"]
 
 
@@ -84,7 +84,7 @@ def test_search_plans_simulates_and_launches_every_candidate_with_it():
     argv = ("search", "Qwen/Qwen3-Next-80B-A3B-Instruct", "--slo", "ttft=2000ms,tpot=200ms", "--gpu", "H100-SXM",
             "--tp", "4", "--max-model-len", "32768", "--prompt-lengths", "fixed:200", "--output-lengths", "fixed:20",
             "--num-requests", "50", "--rate", "1")
-    doc = json.loads(run_cli(*argv, "--mamba-ssm-cache-dtype", "float32", "--json").output)
+    doc = json.loads(run_cli(*argv, "--mamba-ssm-cache-dtype", "float32", "--json").stdout)
     launch = doc["winner"]["launch"]
     assert doc["spec"]["mamba_ssm_cache_dtype"] == "float32"
     assert "4,547 KV blocks of 576 tokens per TP group (4 GPUs)" in launch["note"]  # each rank holds the pool

@@ -56,7 +56,7 @@ def test_search_names_the_rates_counted_out_and_an_unsteady_capacity_in_the_winn
     # capacity probe (22.25 req/s) not steady, said where the winner is named
     res = _run("search", MODEL, "--slo", "ttft=500ms,tpot=50ms", "--gpus", "H100", "--tp", "1", "--rate", "30",
                "--num-requests", "400", *FLAT, "--json")
-    d = json.loads(res.output)
+    d = json.loads(res.stdout)
     (cand,) = [c for c in d["candidates"] if c["id"] == d["winner"]["id"]]
     cap = cand["capacity"]
     assert cap["slo_capacity_req_per_s"] == 22.25 and cap["queue_grew_req_per_s"] == [22.5, 23.0, 24.0]
@@ -121,12 +121,12 @@ def test_goodput_json_carries_the_boundary_probes_steadiness_as_cost_does():
     # the 400-request capacity probe (22.25 req/s): its queue record, with the expected backlog and the bursts'
     # allowance the warning quotes (150, 49); cost --json has the same object under capacity_search.not_steady
     d = json.loads(_run("goodput", "--simulate", MODEL, *BASE, "--slo", "ttft=200ms,tpot=50ms", "--target", "0.9",
-                        "--num-requests", "400", "--json").output)
+                        "--num-requests", "400", "--json").stdout)
     q = d["not_steady"]
     assert (q["backlog_mid"], q["backlog_last"], round(q["backlog_expected"]), round(q["burst_allowance"])) == (
         111, 196, 150, 49)
     d = json.loads(_run("goodput", "--simulate", MODEL, *BASE, "--slo", "ttft=200ms,tpot=50ms", "--target", "0.9",
-                        "--json").output)
+                        "--json").stdout)
     assert d["not_steady"] is None  # 2,000 requests per probe: the boundary probe held
 
 

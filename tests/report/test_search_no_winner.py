@@ -49,7 +49,7 @@ def test_search_exits_3_when_no_candidate_can_start():
     res = CliRunner().invoke(app, argv)
     assert res.exit_code == 3 and "no candidate can start: 1 rejected for does not fit" in " ".join(res.output.split())
     res = CliRunner().invoke(app, [*argv, "--json"])
-    assert res.exit_code == 3 and json.loads(res.output)["winner"] is None
+    assert res.exit_code == 3 and json.loads(res.stdout)["winner"] is None
     assert "3 when no candidate can start" in " ".join(CliRunner().invoke(app, ["search", "--help"]).output.split())
 
 

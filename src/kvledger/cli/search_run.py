@@ -5,6 +5,7 @@ under --json (the document on stdout untouched)."""
 from __future__ import annotations
 
 import sys
+from functools import partial
 from typing import Any
 
 from kvledger.analyses.search.search_run import SearchRun
@@ -12,7 +13,7 @@ from kvledger.analyses.search.search_run import check_gpus as _check_gpus
 from kvledger.analyses.search.search_run import run_candidates as _run_candidates
 from kvledger.cli.flag_groups import EngineFlags
 from kvledger.cli.search_flags import SearchRunFlags
-from kvledger.cli.search_status import PlainProgress, say_failure
+from kvledger.cli.search_status import PlainProgress, say_failure, say_start
 
 __all__ = ["check_gpus", "run_candidates", "search_run_of"]
 
@@ -54,4 +55,4 @@ def run_candidates(spec: Any, axes: Any, r: SearchRunFlags) -> tuple[Any, list |
             bar.update(task, completed=done, total=total, status=f"{feasible} feasible; {best_text}")
             plain.update(done, total, f"{feasible} feasible; {best_text}")
 
-        return _run_candidates(spec, axes, search_run_of(r), progress)
+        return _run_candidates(spec, axes, search_run_of(r), progress, partial(say_start, spec))

@@ -9,7 +9,28 @@ import typer
 
 from kvledger.analyses.search.search_run import answer_status  # the status itself: the run path's
 
-__all__ = ["PlainProgress", "answer_status", "exit_with", "no_plot", "say_failure", "say_status"]
+__all__ = ["PlainProgress", "answer_status", "exit_with", "no_plot", "say_failure", "say_status", "say_start"]
+
+
+def say_start(spec: Any, planned: int, to_simulate: int) -> None:
+    """Say on stderr, before the simulations, how many candidates will be simulated and what each one costs: a
+    capacity search of one simulation per probed rate, then the operating points (``analyses.search.capacity``), so a
+    search of minutes is not silent until its first candidate ends. Counts and sizes only, never a time: the line is
+    the same on every machine. Nothing when nothing is left to simulate."""
+    if to_simulate <= 0:
+        return
+    from kvledger.analyses.search.capacity import LOAD_FRACTIONS
+    from kvledger.analyses.serving.session_spec import SessionSpec
+
+    s = spec.synthetic
+    each = (f"≥ {s.num_sessions:,} {s.workload} sessions" if isinstance(s, SessionSpec) else
+            f"{spec.num_requests:,} requests")
+    rest = planned - to_simulate
+    typer.echo(f"search: {to_simulate:,} of {planned:,} candidate{'' if planned == 1 else 's'} to simulate"
+               + (f" (the other {rest:,} settled by their plan or bounds)" if rest else "")
+               + f"; each a capacity search: one simulation of {each} per probed rate (doubling to a bracket, then "
+               f"bisecting to 1 %), then {len(LOAD_FRACTIONS)} operating points at "
+               f"{'/'.join(f'{f:.0%}'.rstrip('%') for f in LOAD_FRACTIONS)} % of the capacity found", err=True)
 
 
 def say_status(result: Any, status: int, as_json: bool = False) -> None:

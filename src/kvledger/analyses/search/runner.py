@@ -125,10 +125,12 @@ def _planned(spec: SearchSpec, cands: list, record: Any) -> list[dict[str, Any]]
     return todo
 
 
-def _batches(spec: SearchSpec, cands: list, done: dict[str, Any], record: Any, exhaustive: bool) -> tuple[Any, int]:
+def _batches(spec: SearchSpec, cands: list, done: dict[str, Any], record: Any, exhaustive: bool,
+             start: Callable[[int, int], None] | None = None) -> tuple[Any, int]:
     """(the batches to simulate, how many candidates they hold). A resumed ledger's results (``done`` so far) are
     screened and batched again as the fresh run did them (``prune.rounds``), so every decision is the fresh run's, but
-    they are neither recorded again nor simulated."""
+    they are neither recorded again nor simulated. ``start(planned, to_simulate)`` is told the counts once screened,
+    before any simulation (candidates planned; those left to simulate, at most: a round may still settle some)."""
     kept = frozenset(done)
 
     def settle(e: dict[str, Any]) -> None:
@@ -137,6 +139,8 @@ def _batches(spec: SearchSpec, cands: list, done: dict[str, Any], record: Any, e
 
     todo = screen_by_bounds(spec, _planned(spec, cands, settle), cands, settle, exhaustive)
     n_todo = sum(e["id"] not in kept for e in todo)
+    if start is not None:
+        start(len(cands), n_todo)
     if exhaustive:
         return iter([[e for e in todo if e["id"] not in kept]]), n_todo
 
@@ -149,10 +153,11 @@ def _batches(spec: SearchSpec, cands: list, done: dict[str, Any], record: Any, e
 def run_search(spec: SearchSpec, axes: Axes, *, workers: int | None = 1, backend: str = "auto",
                ray_address: str | None = None, ledger: Path | None = None, resume: bool = False,
                progress: Progress | None = None, exhaustive: bool = False,
-               max_gpus_per_replica: int | None = DEFAULT_MAX_GPUS_PER_REPLICA) -> SearchResult:
+               max_gpus_per_replica: int | None = DEFAULT_MAX_GPUS_PER_REPLICA, start: Any = None) -> SearchResult:
     """Plan, bound, simulate, rank; returns the SearchResult. ``ledger`` is written as entries finish and rewritten in
     candidate order at the end; with ``resume`` its finished entries are kept (see the module docstring).
     ``exhaustive``: simulate every planned candidate, none decided by its bounds (``kvledger.analyses.search.prune``).
+    ``start(planned, to_simulate)``: told the candidate counts before any simulation (``_batches``).
     ``workers`` None: ``default_workers`` of the candidates left to simulate (the CLI's default).
     ``max_gpus_per_replica``: candidates of more GPUs per replica are pruned before planning (``unit_cap``; None: none).
 
@@ -185,7 +190,7 @@ def run_search(spec: SearchSpec, axes: Axes, *, workers: int | None = 1, backend
             progress(e, len(done), len(cands), n_feasible, best)
 
     try:
-        batches, n_todo = _batches(spec, cands, done, record, exhaustive)
+        batches, n_todo = _batches(spec, cands, done, record, exhaustive, start)
         if workers is None:  # the default: a local pool (Ray's start-up is for a named --workers N or an address)
             workers = default_workers(n_todo) if backend != "serial" else 1
             auto = backend == "auto" and ray_address is None

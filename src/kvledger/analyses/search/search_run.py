@@ -61,9 +61,11 @@ def check_gpus(gpus: tuple[str, ...], gpu_profile: str | None, wddm: bool) -> No
 Progress = Callable[[dict[str, Any], int, int, int, "dict[str, Any] | None"], None]
 
 
-def run_candidates(spec: Any, axes: Any, r: SearchRun, progress: Progress | None = None) -> tuple[Any, list | None]:
+def run_candidates(spec: Any, axes: Any, r: SearchRun, progress: Progress | None = None,
+                   start: Callable[[int, int], None] | None = None) -> tuple[Any, list | None]:
     """(the search's result, with --offload's tier variants ranked in; those variants or None); ``progress`` is told
-    each finished candidate (``runner.run_search``'s callback).
+    each finished candidate, ``start`` the candidates planned and to simulate before any simulation
+    (``runner.run_search``'s callbacks).
 
     Raises:
         InputError: a tier size or price refused (``offload_axis``), or ``seeds`` with tiers, before any candidate.
@@ -80,7 +82,7 @@ def run_candidates(spec: Any, axes: Any, r: SearchRun, progress: Progress | None
         raise InputError("--seeds re-checks the winner's own capacity search, which --offload's do not run alone")
     result = run_search(spec, axes, workers=r.workers, backend=r.backend, ray_address=r.ray_address, ledger=r.ledger,
                         resume=r.resume, progress=progress, exhaustive=r.exhaustive,
-                        max_gpus_per_replica=r.max_gpus_per_replica)
+                        max_gpus_per_replica=r.max_gpus_per_replica, start=start)
     variants = None
     if with_tiers:  # tier variants ranked with the rest (tier_entries.py)
         from kvledger.analyses.search.axis_notes import axis_notes
