@@ -128,3 +128,49 @@ def test_search_of_sessions_names_them_per_probe():
         "search: 1 of 1 candidate to simulate; each a capacity search: one simulation of ≥ 20 agent sessions per "
         "probed rate"), res.stderr
     assert "search:" not in res.stdout
+
+
+def _stage(tmp_path, rate: float, n: int, e2e) -> str:
+    """A per-request run of ``n`` requests sent 1/``rate`` s apart (500 prompt, 200 output tokens, TTFT 0.2 s), the
+    i-th finishing ``e2e(i)`` s after it arrived, Llama-3.1-8B on one H100 at ``rate`` req/s; its records file."""
+    from kvledger.evidence import write_records
+    from kvledger.records import RequestRecord, RunMetadata, RunRecords
+
+    recs = [RequestRecord(f"r{i}", i / rate, 500, 200, i / rate + 0.2, i / rate + e2e(i)) for i in range(n)]
+    meta = RunMetadata("bench", "kvledger-records", model="meta-llama/Llama-3.1-8B", hardware="NVIDIA H100 80GB SXM5",
+                       num_gpus=1, request_rate=rate)
+    return str(write_records(RunRecords(recs, meta), tmp_path / f"rate{rate:g}" / "records.json"))
+
+
+def test_validate_sweep_allows_the_drain_as_goodput_does(tmp_path):
+    # 2 req/s: 20 requests over 9.5 s of arrivals, each E2E 4 s: the last finishes at 13.5 s, 20 ÷ 13.5 = 1.481 req/s
+    # served, 74% of 2 (the plain share called it saturated). A server keeping up completes 20 ÷ (20/2 + 4) = 1.429
+    # req/s (the first quarter's median E2E, 4 s, is the drain): 1.481 ÷ 1.429 = 104%, kept up. 4 req/s: 20 ÷ 8.75 =
+    # 2.286 served (57%), 20 ÷ (5 + 4) = 2.222 kept up: 103%. 8 req/s: 40 requests whose E2E grows 1 + 0.5 i s: the
+    # first quarter's median 3.25 s, 40 ÷ (5 + 3.25) = 4.848 req/s kept up; served 40 ÷ 25.375 = 1.576: 32.5%, behind
+    files = [_stage(tmp_path, 2.0, 20, lambda i: 4.0), _stage(tmp_path, 4.0, 20, lambda i: 4.0),
+             _stage(tmp_path, 8.0, 40, lambda i: 1.0 + 0.5 * i)]
+    d = cli_json("validate", "--sweep", *files, "--gpu", "H100")
+    bands = d["error_bands"]
+    # latency bands where the stage kept up (as goodput and cost judge it), none on the stage that fell behind
+    assert [b is not None for b in bands["ttft_mean"]] == [True, True, False]
+    assert [r["saturated"] is None for r in d["runs"]] == [True, True, False]
+    assert round(bands["saturation_throughput"]["measured"], 3) == 2.286  # the largest served: 20 ÷ 8.75
+
+
+def test_the_stage_rule_is_the_fell_behind_function():
+    from kvledger.calibration.sweep import Stage
+    from kvledger.calibration.sweep_bands import below_saturation, stage_saturation_words
+    from kvledger.ledgers.fell_behind import fell_behind
+
+    # the 2 req/s stage above, as its record gives it: 20 requests, 1.481 served, a 4 s typical E2E
+    st = Stage("s", 2.0, 20, 9.5, {}, [], [], 20 / 13.5, 0.0, 0, 2.0, typical_e2e_s=4.0)
+    assert below_saturation(st) and fell_behind(2.0, 20 / 13.5, num_requests=20, drain_s=4.0) is None
+    slow = Stage("s", 2.0, 20, 9.5, {}, [], [], 1.2, 0.0, 0, 2.0, typical_e2e_s=4.0)  # 1.2 ÷ 1.429 = 84% < 90%
+    assert not below_saturation(slow)
+    assert stage_saturation_words(slow) == (
+        "stage was at saturation (client achieved 2 and engine served 1.2 of 2 req/s requested; a server keeping up "
+        "completes 1.429 req/s: its 20 requests arrive over 10 s, then a typical E2E of 4 s; below it needs ≥ 95% and "
+        "≥ 90% of that)")
+    # aggregates (no typical E2E): the plain share, 1.481 ÷ 2 = 74%, as before
+    assert not below_saturation(Stage("s", 2.0, 20, 9.5, {}, [], [], 20 / 13.5, 0.0, 0, 2.0))

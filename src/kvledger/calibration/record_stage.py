@@ -4,7 +4,8 @@ request rate (or clients), what its client sent and what the engine served — r
 A sweep (``validate --sweep``, or one SGLang ``bench_serving`` JSONL file holding a line per rate) orders its stages by
 load and reads its knee and saturation throughput across them. A per-request run is still replayed request by request
 and compared on its own records (``compare.compare_timed``); this stage only places it on the sweep's axis and says
-whether it was below saturation (``sweep_bands.below_saturation``), as an aggregate run's stage does.
+whether it was below saturation (``sweep_bands.below_saturation``), as an aggregate run's stage does, with the drain
+allowance its records give (the first quarter's median E2E: ``ledgers.fell_behind.typical_e2e_s``).
 
 - The level: the file's request rate where it is finite, else its client cap (``max_concurrency``: a closed loop of
   that many clients, ``client_users``); a run stating neither has no place in a sweep (None).
@@ -22,6 +23,7 @@ import math
 from kvledger.calibration.replay import MeasuredRun
 from kvledger.calibration.sweep import Stage
 from kvledger.evidence.metadata_keys import cap_source
+from kvledger.ledgers.fell_behind import typical_e2e_s
 
 __all__ = ["record_stage"]
 
@@ -52,4 +54,5 @@ def record_stage(run: MeasuredRun) -> Stage | None:
                  [(0.0, float(outputs[0])), (1.0, float(outputs[-1]))], served,
                  out_tokens / dur if dur and dur > 0 else 0.0, run.num_dropped,
                  achieved, backend if isinstance(backend, str) else None, client_users=users,
-                 client_users_source=None if users is None else cap_source(meta, users))
+                 client_users_source=None if users is None else cap_source(meta, users),
+                 typical_e2e_s=typical_e2e_s(recs) if finite else None)  # the fell-behind rule's drain

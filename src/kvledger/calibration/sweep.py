@@ -44,8 +44,7 @@ from kvledger.dynamics.outputs.metrics import summarize_records
 from kvledger.errors import FormatError
 from kvledger.records import RunMetadata, RunRecords
 
-__all__ = ["Stage", "looks_like_stage", "read_stage", "stage_workload", "stage_run",
-           "pool_prefix", "stage_comparison"]
+__all__ = ["Stage", "looks_like_stage", "read_stage", "stage_workload", "stage_run", "pool_prefix", "stage_comparison"]
 
 _FIELDS = {"ttft": "time_to_first_token", "tpot": "time_per_output_token", "e2e": "request_latency"}
 _STATS = {"mean": "mean", "p50": "median", "p90": "p90", "p99": "p99"}
@@ -74,6 +73,7 @@ class Stage:
     #: ``achieved_rate`` the run's throughput), and where that number was read; None for an open-loop stage
     client_users: int | None = None
     client_users_source: str | None = None
+    typical_e2e_s: float | None = None  # a per-request run's drain allowance (ledgers/fell_behind.py); None: aggregates
 
 
 def _quantiles(d: dict[str, float]) -> list[tuple[float, float]]:

@@ -36,13 +36,15 @@ from kvledger.analyses.serving.prediction_bands import PredictionBand
 from kvledger.calibration.judged_band import JudgedBand, judged
 from kvledger.calibration.stage_launch import BEHIND
 from kvledger.jsonable import to_jsonable
+from kvledger.ledgers.fell_behind import FELL_BEHIND_SHARE, fell_behind, kept_up_rate
 
 __all__ = ["SERVED", "below_saturation", "closed_loop_words", "stage_saturation_words", "SweepBands", "sweep_bands",
            "KNEE_UNBANDED", "RunBands", "run_bands", "latency_note", "knee_note"]
 
-#: a stage whose engine served less than this share of the requested rate was saturated (CodeLlama-34B's reasoning
-#: stage of inference-sim/training was sent at 4 req/s and served 3.22: its queue grew all stage)
-SERVED = 0.9
+#: a stage whose engine served less than this share of what a server keeping up completes was saturated (CodeLlama-34B's
+#: reasoning stage of inference-sim/training was sent at 4 req/s and served 3.22: its queue grew all stage): goodput's
+#: and cost's fell-behind rule, one function (``ledgers.fell_behind``), its drain allowance where the stage has one
+SERVED = FELL_BEHIND_SHARE
 KNEE_UNBANDED = ("no error band on the knee: the leave-one-deployment-out validation behind the bands "
                  "(kvledger/ledgers/data/error_bands.json) measured the errors of mean TTFT and TPOT below saturation "
                  "and of saturation throughput, not of a knee's rate")
@@ -51,10 +53,18 @@ NO_REGIME_RUN = "no measured run stands for this regime"
 
 def below_saturation(stage: Any) -> bool:
     """Whether a stage (``kvledger.calibration.sweep.Stage``) was below saturation: its client kept the requested rate
-    (achieved ≥ ``BEHIND`` × requested) and the engine served ≥ ``SERVED`` × it — the stages whose latency errors
-    the leave-one-deployment-out bands were built from (``benchmarks/lodo_bands.py``)."""
+    (achieved ≥ ``BEHIND`` × requested) and the engine did not fall behind it (``ledgers.fell_behind.fell_behind``:
+    served ≥ ``SERVED`` × what a server keeping up completes, the requested rate less the drain of the stage's
+    typical E2E where its records give one, else the requested rate) — the stages whose latency errors the
+    leave-one-deployment-out bands were built from (``benchmarks/lodo_bands.py``)."""
     rate = stage.requested_rate
-    return stage.achieved_rate >= BEHIND * rate and stage.requests_per_s >= SERVED * rate
+    return stage.achieved_rate >= BEHIND * rate and fell_behind(rate, stage.requests_per_s, **_drain(stage)) is None
+
+
+def _drain(stage: Any) -> dict[str, Any]:
+    """The fell-behind rule's drain allowance of a stage: its request count and typical E2E, s (none: aggregates)."""
+    e = getattr(stage, "typical_e2e_s", None)
+    return {"num_requests": stage.count, "drain_s": e} if e else {}
 
 
 def closed_loop_words(stage: Any, run: Any = None) -> str | None:
@@ -81,9 +91,13 @@ def closed_loop_words(stage: Any, run: Any = None) -> str | None:
 def stage_saturation_words(stage: Any) -> str:
     """Why a stage is not ``below_saturation``, in words: "stage was at saturation (client achieved … req/s
     requested; below it needs ≥ 95% and ≥ 90%)"."""
+    drain = _drain(stage)
+    kept = (f"; a server keeping up completes {kept_up_rate(stage.requested_rate, **drain):.4g} req/s: its "
+            f"{stage.count:,} requests arrive over {stage.count / stage.requested_rate:.4g} s, then a typical E2E of "
+            f"{drain['drain_s']:.4g} s" if drain else "")
     return (f"stage was at saturation (client achieved {stage.achieved_rate:.4g} and engine served "
-            f"{stage.requests_per_s:.4g} of {stage.requested_rate:.4g} req/s requested; below it needs ≥ {BEHIND:.0%} "
-            f"and ≥ {SERVED:.0%})")
+            f"{stage.requests_per_s:.4g} of {stage.requested_rate:.4g} req/s requested{kept}; below it needs "
+            f"≥ {BEHIND:.0%} and ≥ {SERVED:.0%}{' of that' if drain else ''})")
 
 
 @dataclass(frozen=True)

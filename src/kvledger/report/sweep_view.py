@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 __all__ = ["render_sweep", "band_span", "knee_resolution", "column_tops"]
 
 _NOTE_WORDS = {"the measured stage": f"measured at saturation (its client achieved < {BEHIND:.0%} of the requested "
-                                     f"rate or its engine served < {SERVED:.0%} of it)",
+                                     f"rate or its engine served < {SERVED:.0%} of what a server keeping up "
+                                     "completes)",
                "the simulated queue": "the simulated queue grew"}
 
 
@@ -204,7 +205,8 @@ def render_sweep(r: SweepValidation, con: Console, verbose: bool = False) -> Non
     sides = {side for x in r.runs if x.saturated for side in x.saturated["sides"]}
     if sides:
         why = [w for side, w in (("measured", "the client fell behind the requested rate or the engine served < "
-                                  f"{SERVED:.0%} of it"), ("simulated", "the simulated queue kept growing"))
+                                  f"{SERVED:.0%} of what a server keeping up completes"),
+                                 ("simulated", "the simulated queue kept growing"))
                if side in sides]
         con.print(f"WARNING: stages marked ⚠ are saturated ({'; or '.join(why)}): their latency errors are not "
                   "meaningful; throughput is the figure to compare.")
