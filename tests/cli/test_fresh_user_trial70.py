@@ -174,3 +174,19 @@ def test_the_stage_rule_is_the_fell_behind_function():
         "≥ 90% of that)")
     # aggregates (no typical E2E): the plain share, 1.481 ÷ 2 = 74%, as before
     assert not below_saturation(Stage("s", 2.0, 20, 9.5, {}, [], [], 20 / 13.5, 0.0, 0, 2.0))
+
+
+def test_kimi_k2_tp8_on_h200_short_plan_within_26_lines():
+    # found sweeping the large models × vLLM/SGLang × TP 4/8 × H100/H200: 29 lines. 344 blocks of 16 tokens (343
+    # usable: vLLM's null block); one 131,072-token request needs 131,072 ÷ 16 = 8,192 blocks; vLLM's estimate 343 ×
+    # 16 = 5,488 tokens is the fix below, so the short verdict does not say it again (--verbose does), nor the null
+    # block's source file; the alias note names the other H200 by its --gpu name
+    lines, flat = _short("moonshotai/Kimi-K2-Instruct", "--gpu", "H200", "--tp", "8")
+    assert len(lines) <= 26 and max(len(line) for line in lines) <= 80, "\n".join(lines)
+    assert ("max_model_len does not fit: one 131,072-token request needs 8.58 GiB of KV cache (8,192 blocks), more "
+            "than the 0.36 GiB its 343 usable blocks hold (344 less vLLM's null block); short by 8.22 GiB.") in flat
+    assert "  → --max-model-len 5488: 1 concurrent 5,488-token request (1.00x)" in lines
+    assert lines[-1] == "note: --gpu H200 → NVIDIA H200 141GB SXM5 (also --gpu h200-nvl)"
+    full = " ".join(run_cli("plan", "moonshotai/Kimi-K2-Instruct", "--gpu", "H200", "--tp", "8",
+                            "--verbose").stdout.split())
+    assert "the estimated maximum model length is 5,488" in full and "(also: H200 NVL 141GB (--gpu h200-nvl)" in full

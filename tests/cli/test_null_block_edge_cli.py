@@ -23,8 +23,12 @@ def test_028_starts_with_the_warning_and_exits_0():
 def test_029_refuses_and_exits_3():
     res = run_cli(*ARGS, "0.29.0")
     out = " ".join(res.stdout.split())
-    # vLLM 0.29's estimate: 511 usable blocks × 16 = 8,176 tokens
-    assert res.exit_code == 3 and "the estimated maximum model length is 8,176" in out
+    # vLLM 0.29's estimate: 511 usable blocks × 16 = 8,176 tokens, the fix the short plan gives (its words, vLLM's
+    # "estimated maximum model length", under --verbose)
+    assert res.exit_code == 3 and "→ --max-model-len 8176: 1 concurrent 8,176-token request (1.00x)" in out
+    assert "its 511 usable blocks hold (512 less vLLM's null block); short by 0.00 GiB" in out
+    full = " ".join(run_cli(*ARGS, "0.29.0", "--verbose").stdout.split())
+    assert "the estimated maximum model length is 8,176" in full and "block_pool.py keeps block 0 for itself" in full
 
 
 SIM = ("simulate", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100", "--max-model-len", "8192",

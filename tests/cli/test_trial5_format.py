@@ -37,8 +37,13 @@ def test_a_family_gpu_name_says_which_variant_it_picked():
     # a name that picks one row says nothing: "h100-sxm" (no other H100 answers to "sxm"), "l40" (L40S is another word)
     assert gpu_alias_note("H100-SXM") is None and gpu_alias_note("l40") is None
     assert gpu_alias_note("a100-40gb-sxm") is None
-    text = " ".join(_run("plan", MODEL, "--gpu", "A100").stdout.split())
+    text = " ".join(_run("plan", MODEL, "--gpu", "A100", "--verbose").stdout.split())
     assert "note: --gpu A100 → NVIDIA A100 80GB SXM4 (also: A100 40GB SXM4" in text
+    # the short plan names the others by --gpu name alone (its 26 lines at 80 columns)
+    assert gpu_alias_note("A100", brief=True) == ("--gpu A100 → NVIDIA A100 80GB SXM4 (also --gpu a100-40gb-sxm, "
+                                                  "a100-80gb-pcie, a100-40gb-pcie)")
+    short = " ".join(_run("plan", MODEL, "--gpu", "A100").stdout.split())
+    assert f"note: {gpu_alias_note('A100', brief=True)}" in short
 
 
 def _host_rule(*args: str) -> str:

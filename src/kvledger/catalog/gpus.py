@@ -207,10 +207,10 @@ def _find_key(key: str) -> str | None:
     return same[0] if len(same) == 1 else None
 
 
-def gpu_alias_note(name: str) -> str | None:
+def gpu_alias_note(name: str, brief: bool = False) -> str | None:
     """A note when ``name`` is a family name that several catalog rows share and one was picked, e.g. "A100" (the
-    80GB SXM4; the 40GB SXM4 and the PCIe cards also answer to every word of it); None when the name picks one row.
-    A row shares the name when each of its words is a word of one of that row's names."""
+    80GB SXM4; the 40GB SXM4 and the PCIe cards also answer to every word of it: each word of ``name`` is a word of
+    one of their names); None when the name picks one row. ``brief``: the others by --gpu name alone."""
     gid = _find(name)
     if gid is None:
         return None
@@ -220,8 +220,9 @@ def gpu_alias_note(name: str) -> str | None:
     if not others:
         return None
     cat = gpu_catalog()
-    also = ", ".join(f"{cat[g].name.removeprefix('NVIDIA ')} (--gpu {cli_name(g)})"
-                     for g in others)
+    if brief:
+        return f"--gpu {name} → {cat[gid].name} (also --gpu {', '.join(cli_name(g) for g in others)})"
+    also = ", ".join(f"{cat[g].name.removeprefix('NVIDIA ')} (--gpu {cli_name(g)})" for g in others)
     return f"--gpu {name} → {cat[gid].name} (also: {also}; name one to choose)"
 
 
@@ -237,10 +238,9 @@ def get_gpu(name: str) -> GpuSpec:
     gid = _find(name)
     if gid is not None:
         return cat[gid]
-    known = list(cat) + [a for v in _ALIASES.values() for a in v]
     from kvledger.catalog.gpu_hint import unknown_gpu_hint
 
-    raise UnknownNameError("GPU", name, known, hint=unknown_gpu_hint())
+    raise UnknownNameError("GPU", name, list(cat) + [a for v in _ALIASES.values() for a in v], hint=unknown_gpu_hint())
 
 
 def _size(n_bytes: float) -> str:
@@ -285,8 +285,8 @@ def require_link_bytes_per_s(gpu: GpuSpec, kind: str, needed_for: str) -> float:
     Raises:
         InputError: the GPU (a GPU file without ``base``) has no such figure; names the file field to add.
     """
-    bidir = (gpu.interconnect_bytes_per_s or gpu.host_link_bytes_per_s) if kind == "scaleup" else \
-        gpu.host_link_bytes_per_s
+    host = gpu.host_link_bytes_per_s
+    bidir = (gpu.interconnect_bytes_per_s or host) if kind == "scaleup" else host
     if bidir > 0:
         return bidir
     origin = f" ({gpu.datasheet_ref})" if gpu.datasheet_ref.startswith("GPU file") else ""

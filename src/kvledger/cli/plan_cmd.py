@@ -123,7 +123,7 @@ def _show(p, gpu: str, priced: list[str], tier_plan, verbose: bool) -> None:
     from kvledger.report.tables import print_gpu_alias_note
 
     render_plan(p, Console(emoji=False), verbose=verbose)
-    print_gpu_alias_note(Console(emoji=False), gpu)
+    print_gpu_alias_note(Console(emoji=False), gpu, brief=not verbose)  # the short plan's: one line at 80 columns
     if priced:
         s = p.settings
         words = [w + (f" (achievable {s.achievable_flops_fraction:.0%} FLOP/s, {s.achievable_bandwidth_fraction:.0%} "

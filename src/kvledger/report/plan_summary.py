@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.markup import escape
 
+from kvledger.accounting.advice_len import null_block_clause
 from kvledger.accounting.advice_mnbt import DP_BUDGET_NOTE
 from kvledger.accounting.dp_attention import DP_ATTENTION_AT_DP_1, DP_ATTENTION_AT_DP_1_BRIEF
 from kvledger.accounting.kv_range import range_text
@@ -243,13 +244,23 @@ def _decode_clause(p: Plan, verbose: bool = True) -> str:
 
 
 def verdict_text(p: Plan, verbose: bool = True) -> str:
-    """The verdict's line; in the short plan, where its concurrency line already says that the × is the engine's
-    printed start-up figure and what the windowed layers hold while decoding, the verdict without either said again
-    (``window_capacity.at_max_words``' words; ``verbose`` keeps them)."""
+    """The verdict's line; in the short plan (``verbose`` keeps every word), what the lines above it or the fixes below
+    it already say is not said again: where the concurrency line says that the × is the engine's printed start-up
+    figure and what the windowed layers hold while decoding, neither (``window_capacity.at_max_words``' words); of
+    the null block (``advice_len.null_block_clause``), the pool's GiB and the file that keeps it; vLLM's estimated
+    maximum model length where a fix below sets --max-model-len to it."""
+    msg = p.advice.message
+    if verbose:
+        return msg
+    if (null := null_block_clause(p.memory)) and p.advice.verdict != "fits":
+        msg = msg.replace(null, f" ({p.memory.num_gpu_blocks:,} less vLLM's null block)", 1)
+    est = p.advice.estimated_max_model_len
+    if est and any(o.action == f"--max-model-len {est}" for o in p.advice.options):
+        msg = msg.replace(f" Based on the available memory the estimated maximum model length is {est:,}.", "", 1)
     said = f" at once while decoding ({window_words(p.layout)})" if p.layout is not None else ""
-    if verbose or not said or not _decode_clause(p, verbose=False):
-        return p.advice.message
-    return (p.advice.message.replace(said, " at once while decoding", 1)
+    if not said or not _decode_clause(p, verbose=False):
+        return msg
+    return (msg.replace(said, " at once while decoding", 1)
             .replace("at vLLM's start-up check (the engine's printed ", "at start-up (", 1))
 
 

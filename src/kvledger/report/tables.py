@@ -129,10 +129,11 @@ def print_verdict(console: Console, verdict: Iterable[str], notes: Iterable[str]
         console.print(f"· {n}", style="dim")
 
 
-def print_gpu_alias_note(console: Console, gpu: str) -> None:
+def print_gpu_alias_note(console: Console, gpu: str, brief: bool = False) -> None:
     """``note: --gpu H100 → NVIDIA H100 80GB SXM5 (also: …)`` when the --gpu name is one several catalog rows answer
-    to (:func:`kvledger.catalog.gpus.gpu_alias_note`); nothing when it names one row, a GPU file or no catalog GPU."""
+    to (:func:`kvledger.catalog.gpus.gpu_alias_note`; ``brief``: the others by --gpu name alone); nothing when it
+    names one row, a GPU file or no catalog GPU."""
     from kvledger.catalog.gpus import gpu_alias_note
 
-    if (alias := gpu_alias_note(gpu)) is not None:
+    if (alias := gpu_alias_note(gpu, brief)) is not None:
         console.print(f"note: {alias}", markup=False, highlight=False)
