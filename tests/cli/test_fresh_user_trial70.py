@@ -190,3 +190,16 @@ def test_kimi_k2_tp8_on_h200_short_plan_within_26_lines():
     full = " ".join(run_cli("plan", "moonshotai/Kimi-K2-Instruct", "--gpu", "H200", "--tp", "8",
                             "--verbose").stdout.split())
     assert "the estimated maximum model length is 5,488" in full and "(also: H200 NVL 141GB (--gpu h200-nvl)" in full
+
+
+def test_the_short_verdict_leaves_engine_files_to_verbose():
+    # Kimi-K2 under SGLang at TP 8 on H200: a pool of 8,885 token slots, so max_req_len = min(131,072, 8,885) − 1 =
+    # 8,884 and prompts of 8,884 − 5 = 8,879 tokens or more are aborted; the files that say so under --verbose only
+    args = ("moonshotai/Kimi-K2-Instruct", "--engine", "sglang", "--gpu", "H200", "--tp", "8")
+    _, flat = _short(*args)
+    assert ("so max_req_len = min(context_len − 1, pool tokens − 1) = 8,884: prompts of 8,879 tokens or more "
+            "(max_req_input_len = max_req_len − 5) are aborted and outputs are capped at max_req_len − prompt − 1, so "
+            "no request longer than 8,883 tokens runs, as with --context-length 8885.") in flat
+    assert ".py" not in flat
+    full = " ".join(run_cli("plan", *args, "--verbose").stdout.split())
+    assert "= 8,884 (managers/tp_worker.py, every release 0.4.0–0.5.23; 0.5.23 logs a warning): prompts" in full

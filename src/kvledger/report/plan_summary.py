@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.markup import escape
 
 from kvledger.accounting.advice_len import null_block_clause
@@ -248,12 +250,13 @@ def verdict_text(p: Plan, verbose: bool = True) -> str:
     it already say is not said again: where the concurrency line says that the × is the engine's printed start-up
     figure and what the windowed layers hold while decoding, neither (``window_capacity.at_max_words``' words); of
     the null block (``advice_len.null_block_clause``), the pool's GiB and the file that keeps it; vLLM's estimated
-    maximum model length where a fix below sets --max-model-len to it."""
+    maximum model length where a fix below sets --max-model-len to it; an engine source file cited in parentheses."""
     msg = p.advice.message
     if verbose:
         return msg
     if (null := null_block_clause(p.memory)) and p.advice.verdict != "fits":
         msg = msg.replace(null, f" ({p.memory.num_gpu_blocks:,} less vLLM's null block)", 1)
+    msg = re.sub(r" \([^()]*\.py\b[^()]*\)", "", msg)  # an engine file cited in parentheses: --verbose's
     est = p.advice.estimated_max_model_len
     if est and any(o.action == f"--max-model-len {est}" for o in p.advice.options):
         msg = msg.replace(f" Based on the available memory the estimated maximum model length is {est:,}.", "", 1)
