@@ -41,10 +41,17 @@ class Rejections:
         pool_max_req_len: SGLang's max_req_len where its KV pool, not max_model_len, sets it (pool tokens − 1 <
             max_model_len − 1: ``EngineConfig.sglang_pool_caps_context``), tokens; None otherwise. Then raising
             --max-model-len serves no more requests: the pool must grow.
+        model_limit_tokens: the longest max_model_len the engine starts with for this model's config
+            (``accounting.max_model_len.engine_config_len``: a longer --max-model-len is refused unless
+            ``allow_long_env`` is set), tokens; None where the plan takes a longer one (--allow-long-max-model-len).
+        num_past_model_limit: requests refused even at ``model_limit_tokens``, count: no --max-model-len the engine
+            accepts serves them.
+        allow_long_env: the engine's switch for a longer max_model_len (``max_model_len.ALLOW_LONG_ENV``).
     """
 
     __json__ = ("num_rejected", "num_requests", "max_model_len", "rule", "longest_prompt_tokens",
-                "longest_request_tokens", "least_max_model_len", "pool_max_req_len", "attainment_ceiling", "source")
+                "longest_request_tokens", "least_max_model_len", "pool_max_req_len", "model_limit_tokens",
+                "num_past_model_limit", "allow_long_env", "attainment_ceiling", "source")
     num_rejected: int
     num_requests: int
     max_model_len: int
@@ -54,6 +61,9 @@ class Rejections:
     least_max_model_len: int
     source: str = _RULE
     pool_max_req_len: int | None = None
+    model_limit_tokens: int | None = None
+    num_past_model_limit: int = 0
+    allow_long_env: str = ""
 
     @property
     def attainment_ceiling(self) -> float:
@@ -88,11 +98,28 @@ class Rejections:
                     f"tokens admits every prompt, {self.longest_request_tokens + 1:,} serves every request whole — "
                     "raise --mem-fraction-static, use more GPUs (--tp) or a GPU with more memory (`kvledger plan "
                     "--engine sglang` prints the pool), or use a workload whose requests fit")
+        if self.model_limit_tokens is not None and self.longest_request_tokens > self.model_limit_tokens:
+            return self._past_limit_words()
         return (f"raise --max-model-len to at least {self.longest_request_tokens:,} (the workload's longest prompt + "
                 "output"
                 + (f"; {self.least_max_model_len:,}, its longest prompt + 1, is the least that rejects none, the "
                    "outputs past it capped" if self.least_max_model_len < self.longest_request_tokens else "")
                 + "; `kvledger plan --max-model-len` checks that it fits), or use a workload whose requests fit")
+
+    def _past_limit_words(self) -> str:
+        """The fix where the whole longest request is past the model's own limit (``model_limit_tokens``): a
+        --max-model-len above it is refused at start-up (the engine's config check), so it is not offered."""
+        lim, past = self.model_limit_tokens, self.num_past_model_limit
+        limit = (f"the {lim:,} tokens the model's config supports (the engine refuses a longer --max-model-len "
+                 f"unless {self.allow_long_env}, past what the model was trained for)")
+        if not past:  # vLLM V1 caps the outputs: the longest prompt + 1 fits under the limit
+            return (f"raise --max-model-len to at least {self.least_max_model_len:,} (the workload's longest prompt + "
+                    f"1: the least that rejects none, the outputs past it capped; its longest prompt + output, "
+                    f"{self.longest_request_tokens:,}, is past {limit}), or use a workload whose requests fit")
+        more = (f"raising --max-model-len to {lim:,} serves {self.num_rejected - past:,} of them; "
+                if self.max_model_len < lim and past < self.num_rejected else "")
+        return (f"{more}{past:,} need more than {limit}, so no --max-model-len it starts with serves them: use a "
+                "model with a longer context, or a workload whose requests fit")
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -126,9 +153,24 @@ def count_rejections(setup: Any) -> Rejections | None:
     else:
         rule = "a prompt ≥ max_model_len" if caps else "prompt + output > max_model_len"
     longest_prompt, longest = int(prompt.max()), int((prompt + output).max())
+    limit, env = _model_limit(getattr(setup, "plan", None))
+    past = 0 if limit is None else int(np.count_nonzero(refused(prompt, output, limit, caps, max_req)))
     return Rejections(n, int(prompt.size), cfg.max_model_len, rule, longest_prompt, longest,
                       longest_prompt + 1 if caps and max_req is None else longest,
-                      pool_max_req_len=max_req if cfg.sglang_pool_caps_context else None)
+                      pool_max_req_len=max_req if cfg.sglang_pool_caps_context else None,
+                      model_limit_tokens=limit, num_past_model_limit=past, allow_long_env=env)
+
+
+def _model_limit(plan: Any) -> tuple[int | None, str]:
+    """(the longest max_model_len the plan's engine starts with for its model, tokens; the engine's switch for a
+    longer one), or (None, "") with no plan, where --allow-long-max-model-len is given, or for an engine that never
+    refuses a longer one (TensorRT-LLM)."""
+    from kvledger.accounting.max_model_len import ALLOW_LONG_ENV, engine_config_len
+
+    s = getattr(plan, "settings", None)
+    if s is None or s.allow_long_max_model_len or s.engine not in ALLOW_LONG_ENV:
+        return None, ""
+    return engine_config_len(plan.model, s.engine, s.engine_version)[0], ALLOW_LONG_ENV[s.engine]
 
 
 def no_capacity_error(rejections: Rejections | None, lowest: float, target: float, slo_text: str,
