@@ -288,12 +288,14 @@ def test_rejected_requests_are_warned_about_first_and_none_finished_exits_1():
     res = runner.invoke(app, args)
     assert res.exit_code == 1
     text = " ".join(res.output.split())  # the test console wraps at 80 columns
-    # the warning ends with the --max-model-len that serves them: 200,000 + 100 = 200,100 whole, 200,001 the least
-    # that rejects none (vLLM caps the outputs past it); a long-context trial had no fix from simulate, where goodput
-    # and cost named one
-    fix = (" — raise --max-model-len to at least 200,100 (the workload's longest prompt + output; 200,001, its longest "
-           "prompt + 1, is the least that rejects none, the outputs past it capped; `kvledger plan --max-model-len` "
-           "checks that it fits), or use a workload whose requests fit")
+    # the warning ends with what would serve them: 200,000 + 1 = 200,001 (the least --max-model-len that rejects
+    # none) is past the 131,072 tokens the config supports, which vLLM (and plan, simulate) refuse to exceed without
+    # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, so no --max-model-len is offered (it said "raise --max-model-len to at least
+    # 200,100", which simulate then refused)
+    fix = (" — 10 need more than the 131,072 tokens the model's config supports (the engine refuses a longer "
+           "--max-model-len unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, past what the model was trained for), so no "
+           "--max-model-len it starts with serves them: use a model with a longer context, or a workload whose "
+           "requests fit")
     assert text.startswith("warning: every request (10) was rejected (a prompt ≥ max_model_len; max_model_len 131,072 "
                            "tokens), as the engine refuses them: there is no latency or throughput to report" + fix
                            + " workload:")
@@ -309,7 +311,7 @@ def test_rejected_requests_are_warned_about_first_and_none_finished_exits_1():
     # the Python call's note names its parameter (max_model_len); the plan command line keeps its flag
     assert kvledger.simulate("meta-llama/Llama-3.1-8B", "H100", prompt_lengths="fixed:200000",
                              output_lengths="fixed:100", rate=5.0, num_requests=10).notes[0] == said.replace(
-        "raise --max-model-len", "raise max_model_len")
+        "--max-model-len", "max_model_len")
     # one of two refused (prompts 100,000 and 200,000 tokens): warned, answered, exit 0
     from kvledger.report.simulate_view import rejected_warning
 
