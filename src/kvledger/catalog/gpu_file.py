@@ -10,7 +10,7 @@ from typing import Any
 from kvledger.catalog.gpus import GpuSpec, custom_gpu, get_gpu, gpu_catalog
 from kvledger.errors import InputError
 
-__all__ = ["gpu_file", "resolve_gpu", "check_device_memory"]
+__all__ = ["gpu_file", "resolve_gpu", "check_device_memory", "datasheet_memory_note"]
 
 
 @lru_cache(maxsize=1)
@@ -192,3 +192,21 @@ def check_device_memory(memory_bytes: int | None, flag: str) -> int | None:
                          "(catalog/data/gpus.csv). A bare number is GiB, as for every size flag; for a device beyond "
                          "the catalog pass a GPU file (--gpu FILE.json with its memory)")
     return memory_bytes
+
+
+def datasheet_memory_note(g: GpuSpec, memory_bytes: int, flag: str = "--gpu-memory") -> str | None:
+    """Where a device total given for the catalog GPU ``g`` is its datasheet capacity (the "80GB" of an H100 80GB:
+    ``memory_gb_marketed`` read as GB, 10^9 B, or as GiB, a bare number) rather than what CUDA reports: the note
+    naming both figures, since the plan sizes the KV pool from the given one (an H100's "80GB" is 74.51 GiB, 4.68 GiB
+    under the 79.19 GiB CUDA reports); None otherwise (another figure is the user's measurement, taken as given)."""
+    if g.gpu_id == "custom" or memory_bytes == g.memory_bytes:
+        return None
+    gb = g.memory_gb_marketed
+    read = next((u for u, b in (("GB (10^9 B)", gb * 1e9), ("GiB (2^30 B)", gb * 2**30))
+                 if abs(memory_bytes - b) <= 0.005 * b), None)
+    if read is None:
+        return None
+    d = (memory_bytes - g.memory_bytes) / 2**30
+    return (f"{flag} {memory_bytes / 2**30:,.2f} GiB is the {g.name}'s datasheet capacity, {gb:g} GB, read as {read}, "
+            f"not what CUDA reports: {g.memory_bytes / 2**30:,.2f} GiB (catalog, what the plan takes without {flag}); "
+            f"the plan sizes the KV pool from the figure given ({d:+,.2f} GiB)")

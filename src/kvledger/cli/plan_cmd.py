@@ -57,6 +57,8 @@ def plan(
         typer.echo(strict_json.dumps(d, indent=2))
     else:
         _show(p, gpu, priced, tier_plan, verbose)
+        if (mem := _datasheet_note(gpu, flags)) is not None:
+            typer.echo(f"note: {mem}")
         if given and p.settings.tp == 1:
             typer.echo("note: --allreduce-link-share has nothing to price at TP 1 (no TP all-reduce)")
     if cannot_start:
@@ -110,6 +112,17 @@ def _priced_by(p, prof, given: bool, verbose: bool = True) -> list[str]:
         out.append("TP all-reduces " + words)
     span = tp_span(p.gpu, p.settings)  # a TP group over nodes: NCCL's ring over their NICs (tp_network.py)
     return out + ([f"TP all-reduces {span.words() if verbose else span.brief()}"] if span is not None else [])
+
+
+def _datasheet_note(gpu: str, flags: PlanFlags) -> str | None:
+    """The note where --gpu-memory gives a catalog GPU's datasheet capacity, not CUDA's device total
+    (``catalog.gpu_file.datasheet_memory_note``)."""
+    from kvledger.catalog.gpu_file import datasheet_memory_note, resolve_gpu
+    from kvledger.units import parse_memory_flag
+
+    if flags.gpu_memory is None:
+        return None
+    return datasheet_memory_note(resolve_gpu(gpu), parse_memory_flag(flags.gpu_memory, what="--gpu-memory"))
 
 
 def _show(p, gpu: str, priced: list[str], tier_plan, verbose: bool) -> None:
