@@ -116,6 +116,16 @@ def _page_sentence(b: dict, f: dict) -> str:
                 "plan: its KV notes, `kvledger plan --verbose`, say which layout), so FP8 KV is not a capacity lever "
                 "here.")
     shrink, grow = b["bytes_per_block"] / f["bytes_per_block"], f["num_gpu_blocks"] / max(b["num_gpu_blocks"], 1)
+    if b["block_size"] != f["block_size"]:  # fp8's own block: MLA's backend, or a hybrid page above the state's
+        pages = (f"{fmt_bytes(b['bytes_per_block'], both=False)} per {b['block_size']}-token block → "
+                 f"{fmt_bytes(f['bytes_per_block'], both=False)} per {f['block_size']}-token block")
+        shrink = (b["bytes_per_block"] / b["block_size"]) / (f["bytes_per_block"] / f["block_size"])
+        grow = f["pool_tokens"] / max(b["pool_tokens"], 1)
+        return (f"Capacity: FP8 KV shrinks the page per token {shrink:.2f}× ({pages}) and grows the pool "
+                f"{grow:.2f}× in token slots: {pool} (vLLM memory plan; one byte per KV element instead of "
+                f"{b['elem_bytes']:g}" + ("" if abs(shrink - b["elem_bytes"]) < 0.01 else ", with the layout's own "
+                                          "scales and padding")
+                + "; each column at its own block size, as `kvledger plan --kv-cache-dtype fp8` plans it).")
     return (f"Capacity: FP8 KV shrinks the page {shrink:.2f}× ({pages}) and grows the pool {grow:.2f}×: {pool} "
             f"(vLLM memory plan; one byte per KV element instead of {b['elem_bytes']:g}"
             + ("" if abs(shrink - b["elem_bytes"]) < 0.01 else ", with the layout's own scales and padding") + ").")
