@@ -148,19 +148,21 @@ def _startup_only(ctx: DoctorContext) -> str:
     when the pool has no block for its next token (``Scheduler.schedule``, 0.10.1 and 0.19.0), so preemption is
     possible under load where max_num_seqs lets more run than that, and impossible at or below it; "" without a
     plan."""
-    base = kv_budget(ctx)[0] if ctx.model is not None else None
+    base, _, how = kv_budget(ctx) if ctx.model is not None else (None, None, "")
     row = base.row_at(base.memory.max_model_len) if base is not None else None
     if row is None or row.max_requests < 1:
         return ""
     m, k = base.memory, row.max_requests
     whole = f"{k:,} request{'s' if k != 1 else ''} of max_model_len {m.max_model_len:,} tokens"
     seqs = f"max_num_seqs {m.max_num_seqs:,} ({ctx.sources.get('max_num_seqs') or 'the plan'})"
+    lead = ("from the ledger's plan of its settings (the log prints no KV budget or block count, so the pool is "
+            "modelled, not read)" if how == LEDGER_BUDGET else "from its start-up")
     if m.max_num_seqs <= k:
-        return f"; from its start-up: {seqs} is within the {whole} the pool holds, so no request can be preempted"
+        return f"; {lead}: {seqs} is within the {whole} the pool holds, so no request can be preempted"
     spare = m.num_gpu_blocks - m.usable_blocks  # vLLM V1's null block, as _message says it
     null = f"; the {spare} null block vLLM counts in its printed size holds none" if spare else ""
     slots = f"{m.usable_blocks * m.block_size:,} token slots{null}"
-    return (f"; from its start-up: the pool holds {whole} at once ({slots}) "
+    return (f"; {lead}: the pool holds {whole} at once ({slots}) "
             f"and {seqs} lets more run, so under load vLLM preempts once the running requests need more blocks than "
             f"are free; none can at --max-num-seqs {k} or fewer")
 
