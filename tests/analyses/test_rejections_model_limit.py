@@ -45,3 +45,20 @@ def test_within_the_limit_the_words_are_unchanged():
     assert rej.num_past_model_limit == 0
     assert rej.fix_words().startswith("raise --max-model-len to at least 20,100 (the workload's longest prompt + "
                                       "output; 20,001, its longest prompt + 1")
+
+
+def test_sglang_counts_what_the_models_limit_would_still_refuse_by_its_own_max_req_len():
+    # SGLang at --max-model-len 16,384: max_req_len 16,383, so every 20,000–40,000-token prompt is refused. At the
+    # model's 40,960, max_req_len is 40,959 (the H100 pool holds more): only prompt + 4,000 > 40,960 (a prompt over
+    # 36,960: 4 of seed 0's 40 draws, 37,201 to 37,900) or a prompt ≥ 40,954 stays refused; it counted them with the
+    # 16,383 of the current length, so all 40
+    from kvledger.analyses.serving.rejections import _lengths
+
+    args = SimRequestArgs(model=MODEL, gpu="H100", rate=1.0, num_requests=40, max_model_len=16384, policy="sglang")
+    setup = prepare_run(args, SyntheticSpec("uniform:20000:40000", "fixed:4000"))
+    rej = count_rejections(setup)
+    prompt, output = _lengths(setup.workload)
+    still = int(((prompt + output > 40960) | (prompt >= 40959 - 5)).sum())
+    assert rej.num_rejected == 40 and rej.num_past_model_limit == still == 4
+    assert rej.fix_words().startswith(f"raising --max-model-len to 40,960 serves {40 - still} of them; {still} need "
+                                      "more than the 40,960 tokens")

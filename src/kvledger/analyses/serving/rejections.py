@@ -154,7 +154,8 @@ def count_rejections(setup: Any) -> Rejections | None:
         rule = "a prompt ≥ max_model_len" if caps else "prompt + output > max_model_len"
     longest_prompt, longest = int(prompt.max()), int((prompt + output).max())
     limit, env = _model_limit(getattr(setup, "plan", None))
-    past = 0 if limit is None else int(np.count_nonzero(refused(prompt, output, limit, caps, max_req)))
+    at_limit = None if max_req is None else min(limit or 0, (cfg.num_gpu_blocks - 1) * cfg.block_size) - 1  # SGLang's
+    past = 0 if limit is None else int(np.count_nonzero(refused(prompt, output, limit, caps, at_limit)))
     return Rejections(n, int(prompt.size), cfg.max_model_len, rule, longest_prompt, longest,
                       longest_prompt + 1 if caps and max_req is None else longest,
                       pool_max_req_len=max_req if cfg.sglang_pool_caps_context else None,
