@@ -77,7 +77,7 @@ def test_sglang_dp_attention_reserve_pool_and_limits(sglang_pair):
 
 def test_mla_at_tp8_names_dp_attention_with_its_computed_figure(sglang_pair):
     tp8, _ = sglang_pair
-    assert "--enable-dp-attention --dp-size 8" in tp8.dp_remedy
+    assert "--attn-dp-size 8" in tp8.dp_remedy  # SGLang 0.5.23's spelling (0.5.22 on)
     assert "8 × 221,051 = 1,768,408 KV tokens" in tp8.dp_remedy and "643,295" in tp8.dp_remedy
     assert "2.75×" in tp8.dp_remedy
 

@@ -102,7 +102,7 @@ def test_decode_graph_pads_every_rank_to_the_bucket_of_the_largest():
     assert c.graph_padded([big, three] + [None] * 6) == [big, three] + [None] * 6
 
 
-@pytest.mark.parametrize(("kw", "said"), [({"tp": 8, "data_parallel_size": 4}, "--dp-size below --tp"),
+@pytest.mark.parametrize(("kw", "said"), [({"tp": 8, "data_parallel_size": 4}, "an attention DP size below --tp"),
                                           ({"tp": 8, "ep_size": 1}, "--ep-size 1")])
 def test_refuses_what_it_does_not_model(kw, said):
     base = {"engine": "sglang", "tp": 8, "ep_size": 8, "enable_dp_attention": True, "data_parallel_size": 8, **kw}

@@ -36,7 +36,9 @@ def test_plan_takes_sglang_dp_attention_and_prints_per_rank_and_total():
     # 221,051 tokens per rank (test_dp_attention.py: mem_fraction_static 0.758 with the prefill graphs' 1.5 GiB)
     assert "KV 8 × 221,051 = 1,768,408 tokens in all" in r.stdout
     assert "32,768 tokens: 8 × 6 = 48 requests" in r.stdout
-    assert "(SGLang 0.5.23 rules)" in r.stdout
+    # the note names the flag SGLang 0.5.23 takes (--attn-dp-size, from 0.5.22) and the deprecated one given
+    assert ("note: --attn-dp-size 8 (SGLang 0.5.23 rules; --enable-dp-attention --dp-size 8 is its deprecated "
+            "spelling)") in " ".join(r.stdout.split())
     # the verdict counts one rank's pool and says so, with the ranks' total: 221,051 tokens per rank hold 1 request of
     # max_model_len 163,840 (1.35x), so 8 ranks hold 8 × 1 = 8
     assert ("fits (per DP rank: each of the 8 ranks has its own pool, 8 × 1 = 8 163,840-token requests in all): 1 "
@@ -59,7 +61,7 @@ def test_plan_mla_at_tp8_names_dp_attention():
     # --verbose the whole of it
     args = ("plan", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--engine", "sglang", "--tp", "8")
     short, full = " ".join(run(*args).stdout.split()), " ".join(run(*args, "--verbose").stdout.split())
-    assert ("note: MLA's latent KV is copied on all 8 TP ranks: --enable-dp-attention --dp-size 8 holds 2.75× the KV "
+    assert ("note: MLA's latent KV is copied on all 8 TP ranks: --attn-dp-size 8 holds 2.75× the KV "
             "tokens on these GPUs (8 × 221,051 against 643,295, SGLang 0.5.23 rules)") in short
     assert "note: MLA keeps one latent KV head" in full and "8 × 221,051 = 1,768,408 KV tokens on the same 8" in full
 

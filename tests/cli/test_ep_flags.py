@@ -23,7 +23,7 @@ def test_ep_size_on_a_dense_model_says_it_has_no_experts_not_use_vllms_ep(engine
     assert "kvledger's equivalent" not in msg and "pass --enable-expert-parallel" not in msg
     # the replicas each engine's plan takes: vLLM's --data-parallel-size; SGLang's --dp-size without DP attention
     assert ("add --data-parallel-size N" in msg) == (engine == "vllm")
-    assert ("SGLang's --dp-size without --enable-dp-attention" in msg) == (engine == "sglang")
+    assert ("SGLang's --dp-size without DP attention" in msg) == (engine == "sglang")
 
 
 def test_enable_ep_moe_on_a_dense_70b_under_sglang_says_it_has_no_experts():

@@ -32,8 +32,9 @@ def test_dp_attention_without_a_dp_size_is_planned_as_sglang_runs_it_and_said():
         lines = res.stdout.splitlines()
         assert res.exit_code == 0 and len(lines) <= 26 and max(len(line) for line in lines) <= 80, res.stdout
     out = " ".join(res.stdout.split())
-    assert ("note: SGLang ignores --enable-dp-attention without --dp-size; MLA's latent KV is copied on all 8 TP "
-            "ranks: --enable-dp-attention --dp-size 8 holds 2.75× the KV tokens on these GPUs (8 × 221,051 against "
+    # the remedy in SGLang 0.5.23's spelling, --attn-dp-size 8 (from 0.5.22), the flag given said to be deprecated
+    assert ("note: SGLang ignores --enable-dp-attention (deprecated) without --dp-size; MLA's latent KV is copied on "
+            "all 8 TP ranks: --attn-dp-size 8 holds 2.75× the KV tokens on these GPUs (8 × 221,051 against "
             "643,295, SGLang 0.5.23 rules)") in out
 
 
@@ -42,7 +43,7 @@ def test_a_model_without_the_dp_note_keeps_the_flag_s_own_line():
     out = " ".join(run_cli("plan", "Qwen/Qwen3-8B", "--gpu", "H100", "--engine", "sglang", "--tp", "2",
                            "--enable-dp-attention").stdout.split())
     assert ("note: --enable-dp-attention without --dp-size: SGLang ignores it (attention over the whole TP group, as "
-            "planned); add --dp-size N for DP attention") in out
+            "planned); for DP attention give --attn-dp-size N (--enable-dp-attention is deprecated)") in out
 
 
 def test_an_older_release_says_what_it_did_before_turning_it_off():

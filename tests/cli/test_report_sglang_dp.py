@@ -50,7 +50,7 @@ def test_capacity_rises_with_the_ranks_pools(reports):
     dp, _, tp = reports
     sim = dp["cost"]["simulation"]
     assert sim["num_gpus"] == tp["cost"]["simulation"]["num_gpus"] == 2  # DP attention inside the TP group's GPUs
-    assert any(n.startswith("data parallel: --enable-dp-attention --dp-size 2 simulated as 2 DP ranks in lock-step")
+    assert any(n.startswith("data parallel: --attn-dp-size 2 simulated as 2 DP ranks in lock-step")
                for n in sim["notes"])
     # the lock-step DP ranks hold 152 requests at once, the TP group 79: at 1.5 req/s (E2E about a minute a request
     # at these lengths) the TP group's pool is full and first tokens wait past 5 s (13 of 100 within the SLO); the DP
@@ -68,13 +68,13 @@ def test_capacity_rises_with_the_ranks_pools(reports):
 def test_command_lines_and_engine_line_carry_sglangs_flags(reports):
     dp, html, _ = reports
     for key in ("plan", "cost", "capacity", "sweep_point"):
-        assert " --ep-size 2 --enable-dp-attention --dp-size 2 " in dp["commands"][key], key
+        assert " --ep-size 2 --attn-dp-size 2 " in dp["commands"][key], key  # SGLang 0.5.23's spelling (0.5.22 on)
     line = " ".join(html.split())
-    assert ("DP attention (--enable-dp-attention --dp-size 2): 2 DP ranks over the TP group&#x27;s 2 GPUs, attention "
+    assert ("DP attention (--attn-dp-size 2): 2 DP ranks over the TP group&#x27;s 2 GPUs, attention "
             "TP 1 = 2 ÷ 2 per rank, each its own scheduler and KV pool of 706,697 tokens (2 × 706,697 = 1,413,394 "
             "tokens in all)") in line
     assert ("launched as python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V2-Lite --tp-size 2 "
-            "--ep-size 2 --enable-dp-attention --dp-size 2;") in line
+            "--ep-size 2 --attn-dp-size 2;") in line
     assert "152 (2 DP ranks × 76 each) requests at its 9,216 tokens" in line
 
 
@@ -83,7 +83,8 @@ def test_command_lines_and_engine_line_carry_sglangs_flags(reports):
     (("--engine", "sglang", "--tp", "2", "--ep-size", "2", DP[0], "--dp-size", "3"),
      "--dp-size 3 does not divide --tp 2: SGLang asserts tp_size % dp_size == 0"),
     # SGLang runs dp 2 in tp 4 (attention TP 2); the lock-step simulation models attention TP 1 only
-    (("--engine", "sglang", "--tp", "4", "--ep-size", "4", *DP), "--dp-size below --tp (attention TP > 1"),
+    (("--engine", "sglang", "--tp", "4", "--ep-size", "4", *DP),
+     "--attn-dp-size 2 --tp 4: an attention DP size below --tp"),
     (("--engine", "sglang", "--tp", "2", *DP), "--ep-size 1 (experts sliced within EP groups) is not simulated"),
     (("--tp", "2", *DP), "--enable-dp-attention is SGLang's: give --engine sglang"),
     (("--engine", "sglang", "--tp", "2", "--ep-size", "2", "--enable-dp-attention"),

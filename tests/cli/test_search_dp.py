@@ -41,7 +41,7 @@ def test_dp8_ep_ranked_beside_tp8_on_eight_gpus(serial):
     assert c["launch"]["vllm"].startswith("vllm serve deepseek-ai/DeepSeek-V3 --tensor-parallel-size 1 ")
     assert c["launch"]["vllm"].endswith("--data-parallel-size 8 --enable-expert-parallel")
     assert "--data-parallel-size 8 --enable-expert-parallel" in c["launch"]["check"]
-    assert "--tp-size 8 --dp-size 8 --enable-dp-attention" in c["launch"]["sglang"]
+    assert "--tp-size 8 --attn-dp-size 8 " in c["launch"]["sglang"]  # SGLang 0.5.23's spelling (0.5.22 on)
     # vLLM's limits are each DP rank's (its own engine core); SGLang divides its server-wide ones by the 8 DP ranks
     # (0.5.23 resolve_max_num_reqs, handle_data_parallelism): 8 × 1,024 and 8 × 8,192 give each rank vLLM's
     assert (c["plan"]["max_num_seqs"], c["plan"]["max_num_batched_tokens"]) == (1024, 8192)

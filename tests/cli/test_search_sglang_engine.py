@@ -151,8 +151,9 @@ def test_dp_attention_applies_sglangs_layout_to_each_candidate_at_tp_2():
     assert (p["enable_dp_attention"], p["dp_size"], p["ep_size"], p["num_gpu_blocks"]) == (True, 2, 2, 706697)
     assert e["num_gpus_per_unit"] == 2  # DP attention runs inside the TP group: no more GPUs
     launch = e["launch"]
-    assert launch["sglang"].endswith("--page-size 1 --enable-dp-attention --dp-size 2 --ep-size 2")
-    assert launch["check"].endswith("--enable-dp-attention --dp-size 2 --ep-size 2")
+    # SGLang 0.5.23 (the newest read) takes --attn-dp-size 2; --enable-dp-attention --dp-size 2 is deprecated there
+    assert launch["sglang"].endswith("--page-size 1 --attn-dp-size 2 --ep-size 2")
+    assert launch["check"].endswith("--attn-dp-size 2 --ep-size 2")
     assert "706,697 KV tokens per DP rank (2 ranks, attention TP 1, experts at EP 2;" in launch["note"]
     # each rank's limits: max_running_requests min(clamp(int(706,697 / 163,840 × 512) = 2,208, 2,048, 4,096),
     # 706,697 // 2) = 2,208 and the L40S's default chunk 4,096 (< 60 GB: memory_hook.py) ÷ 2 = 2,048; the line carries

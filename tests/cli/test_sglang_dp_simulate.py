@@ -26,9 +26,10 @@ def test_dsv3_sglang_dp_attention_runs(backend, per_rank):
 
 
 @pytest.mark.parametrize(("args", "said"), [
-    (("--tp", "8", "--ep-size", "8", "--enable-dp-attention", "--dp-size", "4"), "--dp-size below --tp"),
+    (("--tp", "8", "--ep-size", "8", "--enable-dp-attention", "--dp-size", "4"),
+     "--attn-dp-size 4 --tp 8: an attention DP size below --tp"),
     (("--tp", "8", "--enable-dp-attention", "--dp-size", "8"), "--ep-size 1"),
-    (("--tp", "8", "--ep-size", "8", "--moe-a2a-backend", "deepep"), "needs --enable-dp-attention"),
+    (("--tp", "8", "--ep-size", "8", "--moe-a2a-backend", "deepep"), "needs DP attention, --attn-dp-size N above 1"),
     # SGLang's --dp-size without DP attention: 8 whole TP 8 replicas on 64 GPUs, as plan says (not DP attention)
     (("--tp", "8", "--ep-size", "8", "--dp-size", "8"), "SGLang runs 8 whole replicas of TP 8 (64 GPUs, as "
                                                         "`kvledger plan` says), simulated as --replicas 8")])

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from kvledger.accounting.attn_dp import dp_attention_words, takes_attn_dp_size
 from kvledger.accounting.memory import sglang_reserved_mib
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_ep import sglang_ep_size, shared_replicated_bytes
@@ -37,7 +38,7 @@ from kvledger.errors import InputError
 
 __all__ = ["SGLANG_DP_ATTENTION_ARCHS", "dp_size", "attention_tp", "dp_gpus", "check_data_parallel",
            "sglang_dp_weight_bytes", "sglang_dp_defaults", "sglang_rank_weights", "per_rank_settings", "dp_words",
-           "data_parallel_notes", "a2a_rows_words", "unused_all2all_note"]
+           "data_parallel_notes", "a2a_rows_words", "unused_all2all_note", "dp_attention_at_dp_1_brief"]
 
 SGLANG_DP_ATTENTION_ARCHS = frozenset({
     "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "Glm4MoeForCausalLM",
@@ -87,7 +88,7 @@ def check_data_parallel(model: ModelSpec, s: PlanSettings) -> None:
         return
     if s.engine == "trtllm":
         raise InputError("--data-parallel-size with --engine trtllm: TensorRT-LLM's attention DP is not modelled; plan "
-                         "vLLM (--data-parallel-size) or SGLang (--enable-dp-attention --dp-size)")
+                         "vLLM (--data-parallel-size) or SGLang (--attn-dp-size)")
     if s.pp > 1:
         raise InputError(f"--data-parallel-size {dp} with --pp {s.pp}: data parallelism with pipeline stages is not "
                          "modelled; plan one of them")
@@ -102,14 +103,14 @@ def check_data_parallel(model: ModelSpec, s: PlanSettings) -> None:
 def _check_sglang(model: ModelSpec, s: PlanSettings, dp: int, ver: tuple[int, ...] | None) -> None:
     if not s.enable_dp_attention:
         raise InputError(f"--dp-size {dp} without --enable-dp-attention: SGLang runs {dp} whole replicas of TP "
-                         f"{s.tp} ({dp * s.tp} GPUs), each as one replica plans; plan one (drop --dp-size), or add "
-                         "--enable-dp-attention (attention data-parallel inside the TP group)")
+                         f"{s.tp} ({dp * s.tp} GPUs), each as one replica plans; plan one (drop --dp-size), or for "
+                         f"attention data-parallel inside the TP group give {dp_attention_words(dp, s.engine_version)}")
     if s.tp % dp:
         raise InputError(f"--dp-size {dp} does not divide --tp {s.tp}: SGLang asserts tp_size % dp_size == 0 under DP "
                          "attention (arg_groups/parallel_hook.py); use a dp size that divides the TP size")
     if ver is not None and ver < SGLANG_DP_VERSION:
-        raise InputError("--enable-dp-attention is planned by SGLang 0.5.23's rules (its reserve and weight split, "
-                         "read in that release); older releases' are not modelled: leave --engine-version out")
+        raise InputError("DP attention (--attn-dp-size) is planned by SGLang 0.5.23's rules (its reserve and weight "
+                         "split, read in that release); older releases' are not modelled: leave --engine-version out")
     if not SGLANG_DP_ATTENTION_ARCHS.intersection(model.architectures):
         arch = model.architectures[0] if model.architectures else model.model_type
         raise InputError(f"--enable-dp-attention: SGLang 0.5.23's model file for {arch} splits attention over the "
@@ -175,8 +176,8 @@ def dp_words(s: PlanSettings) -> str:
     dp = dp_size(s)
     if dp == 1:
         return ""
-    if s.engine == "sglang":
-        return f"--enable-dp-attention --dp-size {dp}"
+    if s.engine == "sglang":  # --attn-dp-size N from 0.5.22 (attn_dp.py)
+        return dp_attention_words(dp, s.engine_version)
     return f"--data-parallel-size {dp}" + (" --enable-expert-parallel" if s.enable_expert_parallel else "")
 
 
@@ -194,7 +195,9 @@ def data_parallel_notes(model: ModelSpec, s: PlanSettings, engine_text: str) -> 
     if s.engine == "sglang":
         a = tp // dp
         split = f"split over {a} GPUs" if a > 1 else "whole on every GPU"
-        return (f"{dp_words(s)} ({engine_text}): {dp} DP ranks on the {tp} GPUs, attention TP {a} per rank "
+        old = (f"; --enable-dp-attention --dp-size {dp} is its deprecated spelling"
+               if takes_attn_dp_size(s.engine_version) else "")
+        return (f"{dp_words(s)} ({engine_text}{old}): {dp} DP ranks on the {tp} GPUs, attention TP {a} per rank "
                 f"(attention weights and the input embedding {split}, the LM head, MLPs and "
                 f"experts over all {tp}); each rank runs its own scheduler and KV pool, with the prefill chunk and "
                 f"a given --max-running-requests divided by {dp}, and the decode CUDA graphs reserve "
@@ -211,9 +214,20 @@ def data_parallel_notes(model: ModelSpec, s: PlanSettings, engine_text: str) -> 
 
 DP_ATTENTION_AT_DP_1 = "--enable-dp-attention without --dp-size (dp_size 1)"
 """The start of the note on SGLang's DP attention flag given without a DP size."""
-DP_ATTENTION_AT_DP_1_BRIEF = ("--enable-dp-attention without --dp-size: SGLang ignores it (attention over the whole TP "
-                              "group, as planned); add --dp-size N for DP attention")
-"""That note in one line for ``plan``'s short view (the whole note under --verbose and in the JSON)."""
+
+
+def dp_attention_at_dp_1_brief(engine_version: str | None) -> str:
+    """That note in one line for ``plan``'s short view (the whole note under --verbose and in the JSON)."""
+    return ("--enable-dp-attention without --dp-size: SGLang ignores it (attention over the whole TP group, as "
+            f"planned); {_dp_attention_how(engine_version)}")
+
+
+def _dp_attention_how(engine_version: str | None) -> str:
+    """How the release takes DP attention: --attn-dp-size N from 0.5.22 (attn_dp.py), --dp-size N with the flag
+    before."""
+    if takes_attn_dp_size(engine_version):
+        return "for DP attention give --attn-dp-size N (--enable-dp-attention is deprecated)"
+    return "add --dp-size N for DP attention"
 
 
 def _dp_attention_at_dp_1(s: PlanSettings) -> str:
@@ -228,8 +242,8 @@ def _dp_attention_at_dp_1(s: PlanSettings) -> str:
              "for it, which this plan leaves out")
     return (f"{DP_ATTENTION_AT_DP_1}: SGLang ignores it, running attention over the whole "
             f"TP {s.tp} group as without the flag (0.5.23 arg_groups/parallel_hook.py _handle_deprecated_dp_attention: "
-            f"attn_dp_size = dp_size = 1, the flag set off){older}; planned so; for DP attention add --dp-size N "
-            "(N dividing --tp)")
+            f"attn_dp_size = dp_size = 1, the flag set off){older}; planned so; {_dp_attention_how(s.engine_version)}, "
+            "N dividing --tp")
 
 
 def unused_all2all_note(s: PlanSettings) -> str:

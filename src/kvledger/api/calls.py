@@ -27,7 +27,7 @@ def plan(model: str, gpu: str, *, engine: str = "vllm", engine_version: str | No
          hicache_ratio: float | None = None, hicache_size: int | None = None, hicache_write_policy: str | None = None,
          kv_tier_nvme: float | str | None = None, nvme_read_bandwidth: float | None = None,
          kv_tier_remote: float | str | None = None, network_bandwidth: float | None = None, link_fraction: float = 0.8,
-         moe_a2a_backend: str | None = None, suffix_tokens: int = 1) -> PlanResult:
+         moe_a2a_backend: str | None = None, attn_dp_size: int | None = None, suffix_tokens: int = 1) -> PlanResult:
     """The KV-cache ledger, as ``kvledger plan MODEL --gpu GPU`` computes it.
 
     Args:
@@ -59,7 +59,7 @@ def plan(model: str, gpu: str, *, engine: str = "vllm", engine_version: str | No
                          "leave it None for the default contexts")
     text = {"max_model_len": max_model_len, "max_num_batched_tokens": max_num_batched_tokens}
     flags = PlanFlags(engine=engine, engine_version=engine_version, tp=tp, pp=pp, moe_a2a_backend=moe_a2a_backend,
-                      context=[str(c) for c in contexts] if contexts is not None else None,
+                      context=[str(c) for c in contexts] if contexts is not None else None, attn_dp_size=attn_dp_size,
                       gpu_memory_utilization=gpu_memory_utilization, mem_fraction_static=mem_fraction_static,
                       kv_cache_dtype=kv_cache_dtype, quantization=quantization, max_num_seqs=max_num_seqs,
                       block_size=block_size, enable_prefix_caching=enable_prefix_caching, gpu_profile=gpu_profile,

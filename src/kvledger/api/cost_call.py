@@ -55,7 +55,7 @@ def cost(path: PathLike | Sequence[PathLike] | None = None, *, simulate: str | N
          mxfp4_backend: str | None = None, replicas: int | None = None, router: str | None = None,
          step_cost: str | None = None, disable_hybrid_kv_cache_manager: bool | None = None,
          mamba_ssm_cache_dtype: str | None = None, cpu_overhead: str | None = None, client_latency: str | None = None,
-         policy: str | None = None, achievable_flops_fraction: float | None = None,
+         policy: str | None = None, achievable_flops_fraction: float | None = None, attn_dp_size: int | None = None,
          achievable_bandwidth_fraction: float | None = None, allreduce_link_share: float | None = None,
          inter_node_link: str | None = None, gpu_profile: str | None = None, gemm_efficiency: str | None = None,
          data_parallel_size: int | None = None, all2all_backend: str | None = None, enable_dp_attention: bool = False,

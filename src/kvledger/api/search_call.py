@@ -41,7 +41,7 @@ def search(model: str, *, slo: str, target: float = 0.9, gpus: Sequence[str] | N
            gpu_provider: str | None = None, gpu_usd_per_hour: float | str | None = None,
            utilization: float | None = None, max_utilization: float = 0.8, batch_share: float = 0.0,
            cache_hit_rate: float = 0.0, cache_write_rate: float = 0.0, data_parallel_size: Sequence[int] | None = None,
-           enable_dp_attention: bool = False, all2all_backend: str | None = None,
+           enable_dp_attention: bool = False, attn_dp_size: int | None = None, all2all_backend: str | None = None,
            prefix_cache_retention_interval: int | None = None, offload: Sequence[str] | None = None,
            host_memory_usd_per_gib_month: float | None = None, nvme_usd_per_gib_month: float | None = None,
            exhaustive: bool = False, max_gpus_per_replica: int = DEFAULT_MAX_GPUS_PER_REPLICA, seeds: int = 1,
@@ -83,7 +83,7 @@ def _search(values: dict[str, Any]) -> SearchDocument:
     from kvledger.analyses.search.search_run import check_gpus, run_candidates
     from kvledger.analyses.serving import sim_cache
     from kvledger.cli.outputs import paths_in
-    from kvledger.cli.search_engine import check_search_engine
+    from kvledger.cli.search_engine import checked_engine
     from kvledger.cli.search_flags import search_inputs, with_all2all
     from kvledger.report.search_document import search_document
 
@@ -91,7 +91,7 @@ def _search(values: dict[str, Any]) -> SearchDocument:
         check_ranges("search", {k: v for k, v in values.items() if not isinstance(v, (list, tuple)) and k != "cache"})
         w, sessions, e, p, vol, axes, run, dp = _groups(values)
         load = (values["rate"], _count("monthly_tokens", values["monthly_tokens"]), vol)
-        name = check_search_engine(values["engine"], e, axes, run, dp)  # vLLM-only flags refused with sglang
+        name, axes, dp = checked_engine(values["engine"], e, axes, run, dp)  # vLLM-only refused; attn_dp_size
         spec, ax, load_notes = search_inputs(values["model"], values["slo"], values["target"], w, sessions, e, p, load,
                                              axes, values["api"], dp.data_parallel_size, name)
         spec = with_all2all(spec, dp.all2all_backend, (values["model"], ax) if dp.enable_dp_attention else None)
@@ -192,7 +192,8 @@ def _groups(v: dict[str, Any]) -> tuple[Any, ...]:
                       host_memory_usd_per_gib_month=v["host_memory_usd_per_gib_month"],
                       nvme_usd_per_gib_month=v["nvme_usd_per_gib_month"]),
             SearchDataParallelFlags(data_parallel_size=_joined(v["data_parallel_size"]),
-                                    enable_dp_attention=v["enable_dp_attention"], all2all_backend=v["all2all_backend"]))
+                                    enable_dp_attention=v["enable_dp_attention"], attn_dp_size=v["attn_dp_size"],
+                                    all2all_backend=v["all2all_backend"]))
 
 
 #: the group fields a call's value fills as it is (max_model_len and gpu_usd_per_hour: as their text, in _groups)

@@ -33,7 +33,7 @@ def simulate(model: str, gpu: str, *, trace: str | None = None, prompt_lengths: 
              document_pool: str | None = None, offload_prompt_only: bool | None = None,
              policy: str | None = None, engine_version: str | None = None, tp: int | None = None,
              enable_expert_parallel: bool | None = None, max_model_len: int | str | None = None,
-             ep_size: int | None = None,  # SGLang's --ep-size (with policy sglang)
+             ep_size: int | None = None, attn_dp_size: int | None = None,  # SGLang's --ep-size, --attn-dp-size
              gpu_memory_utilization: float | None = None, mem_fraction_static: float | None = None,
              kv_cache_dtype: str | None = None, quantization: str | None = None, block_size: int | None = None,
              max_num_batched_tokens: int | str | None = None, max_num_seqs: int | None = None,
@@ -165,7 +165,7 @@ def goodput(model: str, gpu: str, *, slo: str, target: float | None = None, axis
             think_time: float | None = None, shared_prefix_tokens: int | None = None, policy: str | None = None,
             document_pool: str | None = None, offload_prompt_only: bool | None = None,
             engine_version: str | None = None, tp: int | None = None, enable_expert_parallel: bool | None = None,
-            ep_size: int | None = None,  # SGLang's --ep-size (with policy sglang)
+            ep_size: int | None = None, attn_dp_size: int | None = None,  # SGLang's --ep-size, --attn-dp-size
             max_model_len: int | str | None = None, gpu_memory_utilization: float | None = None,
             mem_fraction_static: float | None = None, kv_cache_dtype: str | None = None,
             quantization: str | None = None, block_size: int | None = None,

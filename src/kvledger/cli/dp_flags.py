@@ -13,16 +13,16 @@ from kvledger.cli.flag_groups import GroupUse, flag
 from kvledger.errors import InputError
 
 __all__ = ["SimDataParallelFlags", "SIM_DP", "SearchDataParallelFlags", "DP_REFUSAL",
-           "with_dp", "refuse_dp_on_files"]
+           "with_dp", "fold_attn_dp", "refuse_dp_on_files"]
 
 DP_REFUSAL = (
     "{flags} is SGLang's DP attention, and this search plans and simulates vLLM: add --engine sglang to search "
-    "SGLang with it (every candidate at TP N ≥ 2 as --dp-size N --ep-size N, a MoE model SGLang runs DP attention "
+    "SGLang with it (a candidate at TP N ≥ 2 as --attn-dp-size N --ep-size N, a MoE model SGLang runs DP attention "
     "for); vLLM's own DP axis is --data-parallel-size with --enable-expert-parallel, whose SGLang launch line carries "
-    "SGLang's nearest layout (--dp-size N --enable-dp-attention); or drop {flags}")
+    "SGLang's nearest layout (--attn-dp-size N); or drop {flags}")
 """The refusal, formatted with the flags given."""
-_SG_WORKS = ("simulate takes SGLang's DP attention as --engine sglang --tp N --ep-size N --enable-dp-attention "
-             "--dp-size N [--moe-a2a-backend none|deepep]")
+_SG_WORKS = ("simulate takes SGLang's DP attention as --engine sglang --tp N --ep-size N --attn-dp-size N "
+             "(deprecated: --enable-dp-attention --dp-size N) [--moe-a2a-backend none|deepep]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +37,10 @@ class SimDataParallelFlags:
     enable_dp_attention: bool = flag("--enable-dp-attention", default=False, help=(
         "SGLang's DP attention (--engine sglang, with --dp-size N = --tp and --ep-size N): N DP ranks "
         "in lock-step, each its own scheduler and KV pool, routed round robin, the MoE layers over every rank's "
-        "tokens."))
+        "tokens. Deprecated in SGLang 0.5.22 for --attn-dp-size N."))
+    attn_dp_size: int | None = flag("--attn-dp-size", help=(
+        "SGLang's attention DP size (0.5.22 on; --engine sglang): --attn-dp-size N is --enable-dp-attention "
+        "--dp-size N, the spelling SGLang deprecates; 1 (its default) is no DP attention."))
     moe_a2a_backend: str | None = flag("--moe-a2a-backend", help=(
         "SGLang's MoE all-to-all backend under --enable-dp-attention: none (default: every rank's tokens "
         "gathered) or deepep (dispatch and combine)."))
@@ -76,6 +79,10 @@ class SearchDataParallelFlags:
         "With --engine sglang: SGLang's DP attention on every candidate at TP N ≥ 2 (--dp-size N --ep-size N, a MoE "
         "model SGLang runs it for, one node), simulated in lock-step as `kvledger report` and `cost --simulate` "
         "simulate it; refused with vLLM (its DP axis is --data-parallel-size)."))
+    attn_dp_size: int | None = flag("--attn-dp-size", help=(
+        "With --engine sglang (0.5.22 on): SGLang's attention DP size N, DP attention on the candidates at --tp N "
+        "(the --tp axis must be N alone; default N); --enable-dp-attention, which SGLang deprecates, runs it at "
+        "every candidate's TP."))
     all2all_backend: str | None = flag("--all2all-backend", help=(
         "vLLM's expert-parallel all-to-all backend for every DP candidate (VLLM_ALL2ALL_BACKEND before 0.11.1): the "
         "rows each GPU's MoE layers run in the profile, as `kvledger plan --all2all-backend` counts them."))
@@ -92,6 +99,7 @@ def with_dp(args, dp: SimDataParallelFlags | None, refused_with: str | None = No
     """
     import dataclasses
 
+    dp = fold_attn_dp(dp, "sglang" if args.policy == "sglang" else "vllm", args.engine_version, args.tp)
     if dp is not None and (dp.enable_dp_attention or dp.moe_a2a_backend):
         args = _with_dp_attention(args, dp)
     if dp is not None and dp.all2all_backend is not None:  # the memory plan's rows (accounting/vllm_all2all.py)
@@ -113,13 +121,32 @@ def with_dp(args, dp: SimDataParallelFlags | None, refused_with: str | None = No
     return args
 
 
+def fold_attn_dp(dp: SimDataParallelFlags | None, engine: str, engine_version: str | None,
+                 tp: int | None) -> SimDataParallelFlags | None:
+    """``dp`` with its --attn-dp-size read as SGLang reads it (``accounting/attn_dp.py``): --enable-dp-attention
+    --dp-size N; ``dp`` itself without it.
+
+    Raises:
+        InputError: what ``resolve_attn_dp_size`` refuses (vLLM, a release before 0.5.22, two DP sizes).
+    """
+    if dp is None or dp.attn_dp_size is None:
+        return dp
+    import dataclasses
+
+    from kvledger.accounting.attn_dp import resolve_attn_dp_size
+
+    on, n = resolve_attn_dp_size(dp.attn_dp_size, dp.enable_dp_attention, dp.data_parallel_size, engine=engine,
+                                 engine_version=engine_version, tp=tp)
+    return dataclasses.replace(dp, enable_dp_attention=on, data_parallel_size=n, attn_dp_size=None)
+
+
 def _with_dp_attention(args, dp: SimDataParallelFlags):
     """``args`` with SGLang's DP attention and all-to-all backend (sim_sglang_dp.py)."""
     import dataclasses
 
     if (dp.data_parallel_size or 1) == 1 or not dp.enable_dp_attention:
         given = ("--enable-dp-attention needs --dp-size above 1" if dp.enable_dp_attention else
-                 f"--moe-a2a-backend {dp.moe_a2a_backend} needs --enable-dp-attention with --dp-size above 1")
+                 f"--moe-a2a-backend {dp.moe_a2a_backend} needs DP attention, --attn-dp-size N above 1")
         raise InputError(f"{given}: {_SG_WORKS}")
     return dataclasses.replace(args, enable_dp_attention=True, moe_a2a_backend=dp.moe_a2a_backend)
 
@@ -144,6 +171,10 @@ def refuse_dp_on_files(dp: SimDataParallelFlags) -> None:
         raise InputError(f"--data-parallel-size {dp.data_parallel_size} applies to --simulate (vLLM's DP ranks of a "
                          "MoE model in lock-step); a FILE's run is priced as it was measured: drop it, or give "
                          "--num-gpus for the GPUs that served the file")
+    if (dp.attn_dp_size or 1) > 1:
+        raise InputError(f"--attn-dp-size {dp.attn_dp_size} applies to --simulate (SGLang's DP attention ranks in "
+                         "lock-step); a FILE's run is priced as it was measured: drop it, or give --num-gpus for the "
+                         "GPUs that served the file")
     if (dp.pp or 1) > 1:
         raise InputError(f"--pp {dp.pp} applies to --simulate (vLLM's pipeline stages); a FILE's run is priced as it "
                          "was measured: drop it, or give --num-gpus for the GPUs that served the file")

@@ -35,7 +35,7 @@ _VLLM_EP = "kvledger's equivalent is vLLM's --enable-expert-parallel (experts wh
 _WIDER = {"vllm": "raise --tp (weights and KV heads split over more GPUs) or add --data-parallel-size N (N engines, "
                   "each with its own KV pool)",
           "sglang": "raise --tp (weights and KV heads split over more GPUs), or run whole replicas (SGLang's --dp-size "
-                    "without --enable-dp-attention: each replica's {noun} is this one's)",
+                    "without DP attention: each replica's {noun} is this one's)",
           "trtllm": "raise --tp (weights and KV heads split over more GPUs), or run whole replicas (each replica's "
                     "{noun} is this one's)"}
 

@@ -32,7 +32,7 @@ class PlanFlags(SglangNames):
         "refused. TensorRT-LLM's --ep_size is not modelled."))
     moe_a2a_backend: str | None = flag("--moe-a2a-backend", help=(
         "SGLang's MoE all-to-all backend (--engine sglang): none (default: TP all-reduce) or deepep (EP = TP, shared "
-        "experts whole on every GPU, DeepEP's reserve); simulate takes it with --enable-dp-attention."))
+        "experts whole on every GPU, DeepEP's reserve); simulate takes it with DP attention (--attn-dp-size)."))
     enable_ep_moe: bool = flag("--enable-ep-moe", default=False, help=(
         "SGLang 0.4.x's EP = TP flag: not modelled; refused, naming kvledger's equivalent "
         "(--enable-expert-parallel)."))
@@ -47,7 +47,11 @@ class PlanFlags(SglangNames):
         "allgather_reducescatter from 0.11); the release's own choices, others refused."))
     enable_dp_attention: bool = flag("--enable-dp-attention", default=False, help=(
         "SGLang flag, with --dp-size N: attention data-parallel inside the TP group (attention TP = tp/N per rank, "
-        "each rank its own KV pool; MLP and experts still over all TP GPUs); simulate runs it at --dp-size = --tp."))
+        "each rank its own KV pool; MLP and experts still over all TP GPUs); simulate runs it at --dp-size = --tp. "
+        "Deprecated in SGLang 0.5.22 for --attn-dp-size N."))
+    attn_dp_size: int | None = flag("--attn-dp-size", help=(
+        "SGLang's attention DP size (0.5.22 on): --attn-dp-size N is --enable-dp-attention --dp-size N, the spelling "
+        "SGLang deprecates; 1 (its default) is no DP attention."))
     pp: int = flag("--pp", "--pipeline-parallel-size", default=1, help=(
         "Pipeline-parallel degree (vLLM): the stage with the fewest KV blocks binds."))
     max_model_len: str | None = flag_like(EngineFlags, "max_model_len", help=(
@@ -194,6 +198,7 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
     """(ModelSpec, GpuSpec, PlanSettings, the GPU profile pricing the roofline or None) of ``plan``'s flags; the TP
     all-reduces' link share is ``--allreduce-link-share``, else the profile's fitted one (as ``simulate``'s). Raises
     KvLedgerError subclasses: an unreadable value, an unknown model or GPU, impossible settings."""
+    from kvledger.accounting.attn_dp import resolve_attn_dp_size
     from kvledger.accounting.settings import engine_name, make_settings
     from kvledger.accounting.vllm_auto_len import engine_token_flags
     from kvledger.accounting.vllm_ssm_dtype import check_ssm_dtype
@@ -213,6 +218,8 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
                                                         f.achievable_bandwidth_fraction, f.allreduce_link_share)
     mml, auto, mnbt = engine_token_flags(f.max_model_len, f.max_num_batched_tokens, f.engine, f.engine_version)
     check_kv_dtype_for_engine(f.kv_cache_dtype, engine_name(f.engine), f.engine_version)  # the engine's own names
+    dpa, dps = resolve_attn_dp_size(f.attn_dp_size, f.enable_dp_attention, f.data_parallel_size,
+                                    engine=engine_name(f.engine), engine_version=f.engine_version, tp=f.tp)
     settings = make_settings(
         engine=engine_name(f.engine), engine_version=f.engine_version, tp=f.tp, pp=f.pp,
         max_model_len=mml, auto_max_model_len=auto,
@@ -232,7 +239,7 @@ def plan_inputs(model: str, gpu: str, f: PlanFlags, m: PlanMoreFlags):
         disable_custom_all_reduce=m.disable_custom_all_reduce,
         enforce_eager=m.enforce_eager, nnodes=m.nnodes, enable_expert_parallel=f.enable_expert_parallel,
         inter_node_link_bytes_per_s=inter_node_link(m.inter_node_link),
-        data_parallel_size=f.data_parallel_size, enable_dp_attention=f.enable_dp_attention or None,
+        data_parallel_size=dps, enable_dp_attention=dpa or None,
         all2all_backend=f.all2all_backend, moe_a2a_backend=f.moe_a2a_backend.lower() if f.moe_a2a_backend else None,
         ep_size=f.ep_size if engine_name(f.engine) == "sglang" and f.ep_size != 1 else None,  # SGLang's; 1: its default
         distributed_executor_backend=m.distributed_executor_backend.lower() if m.distributed_executor_backend else None,

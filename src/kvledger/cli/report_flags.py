@@ -77,8 +77,8 @@ class ReportEngineFlags:
         "experts whole over the TP ranks instead of sliced (cost --simulate's flag); refused for a dense model."))
     ep_size: int | None = flag_like(EngineFlags, "ep_size", help=(
         "SGLang's expert-parallel size (--engine sglang), in every plan and simulation of the report: --ep-size "
-        "equal to --tp runs a MoE model's routed experts whole (as cost --simulate); with --enable-dp-attention "
-        "--dp-size N the DP ranks are simulated at --ep-size N = --tp."))
+        "equal to --tp runs a MoE model's routed experts whole (as cost --simulate); with --attn-dp-size N "
+        "(or --enable-dp-attention --dp-size N) the DP ranks are simulated at --ep-size N = --tp."))
     step_cost: str | None = flag("--step-cost", help="roofline (default) or calibrated (see kvledger simulate --help).")
     gpu_profile: str | None = flag_like(EngineFlags, "gpu_profile")
     gemm_efficiency: str | None = flag_like(EngineFlags, "gemm_efficiency")
@@ -223,6 +223,9 @@ def _parallel_engine(model: str, e: ReportEngineFlags, dp: Any) -> dict[str, Any
             out["ep_size"] = e.ep_size
     if dp is None:
         return out
+    from kvledger.cli.dp_flags import fold_attn_dp
+
+    dp = fold_attn_dp(dp, report_policy(e.engine) or "vllm", e.engine_version, e.tp)  # --attn-dp-size N (attn_dp.py)
     if dp.enable_dp_attention:  # before the size: the command lines read --enable-dp-attention --dp-size N
         out["enable_dp_attention"] = True
     if (dp.data_parallel_size or 1) > 1:

@@ -22,7 +22,7 @@ from kvledger.cli.broken_pipe import will_end_with
 from kvledger.cli.dp_flags import SearchDataParallelFlags
 from kvledger.cli.flag_groups import EngineFlags, GroupUse, WorkloadFlags, with_groups
 from kvledger.cli.pricing_flags import PricingFlags
-from kvledger.cli.search_engine import check_search_engine
+from kvledger.cli.search_engine import checked_engine
 from kvledger.cli.search_flags import SearchAxesFlags, SearchRunFlags, SearchVolumeFlags, search_inputs, with_all2all
 from kvledger.cli.search_run import check_gpus, run_candidates
 from kvledger.cli.search_show import rank_of, show_command_of, show_ranked
@@ -132,7 +132,7 @@ def search_command(
     start, every one rejected for memory (its max_model_len or its weights do not fit), as `plan` exits 3 when the
     model does not fit.
     """
-    name = check_search_engine(run.engine_name, engine, axes, run, dp)  # vllm (None) or sglang, vLLM-only flags refused
+    name, axes, dp = checked_engine(run.engine_name, engine, axes, run, dp)  # vLLM-only refused; --attn-dp-size
     spec, ax, load_notes = search_inputs(model, slo, target, workload, sessions, engine, pricing,
                                          (rate, monthly_tokens, volume), axes, run.api, dp.data_parallel_size, name)
     spec = with_all2all(spec, dp.all2all_backend, (model, ax) if dp.enable_dp_attention else None)  # DP attention

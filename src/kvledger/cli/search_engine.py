@@ -7,7 +7,7 @@ from typing import Any
 
 from kvledger.errors import InputError
 
-__all__ = ["ENGINES", "check_search_engine", "search_engine", "with_dp_attention"]
+__all__ = ["ENGINES", "check_search_engine", "search_engine", "with_dp_attention", "search_attn_dp", "checked_engine"]
 
 ENGINES = ("vllm", "sglang")
 
@@ -86,6 +86,41 @@ def with_dp_attention(spec: Any, model: str, axes: Any) -> Any:
                          "simulated for a MoE model (each rank's attention whole, the experts at EP = TP): drop it, "
                          "and the search sizes whole replicas")
     if axes.tps and max(axes.tps) < 2:
-        raise InputError("--enable-dp-attention needs a candidate at TP ≥ 2 (it runs --dp-size N --ep-size N at "
+        raise InputError("--enable-dp-attention needs a candidate at TP ≥ 2 (it runs --attn-dp-size N --ep-size N at "
                          "--tp-size N): add one to --tp, or drop it")
     return dataclasses.replace(spec, enable_dp_attention=True)
+
+
+def checked_engine(text: str | None, e: Any, axes: Any, run: Any, dp: Any) -> tuple[str | None, Any, Any]:
+    """(the engine, axes, dp): ``check_search_engine``, then --attn-dp-size read (``search_attn_dp``)."""
+    name = check_search_engine(text, e, axes, run, dp)
+    return (name, *search_attn_dp(name, e.engine_version, axes, dp))
+
+
+def search_attn_dp(engine: str | None, engine_version: str | None, axes: Any, dp: Any) -> tuple[Any, Any]:
+    """(axes, dp) with --attn-dp-size N read as SGLang reads it (``accounting/attn_dp.py``): DP attention at TP N, the
+    layout the search simulates (attention DP = TP, ``sim_sglang_dp.py``), the --tp axis N (N alone if given); 1,
+    SGLang's default, no DP attention; both unchanged without it.
+
+    Raises:
+        InputError: --attn-dp-size with vLLM or a release before 0.5.22, or a --tp axis other than N.
+    """
+    import dataclasses
+
+    from kvledger.accounting.attn_dp import resolve_attn_dp_size
+    from kvledger.cli.dp_flags import DP_REFUSAL
+
+    n = dp.attn_dp_size
+    if n is None:
+        return axes, dp
+    if engine != "sglang":
+        raise InputError(DP_REFUSAL.format(flags=f"--attn-dp-size {n}"))
+    on, _ = resolve_attn_dp_size(n, dp.enable_dp_attention, None, engine="sglang", engine_version=engine_version)
+    dp = dataclasses.replace(dp, enable_dp_attention=on, attn_dp_size=None)
+    if n == 1:
+        return axes, dp
+    if axes.tp is not None and [t.strip() for t in axes.tp.split(",")] != [str(n)]:
+        raise InputError(f"--attn-dp-size {n} with --tp {axes.tp}: the search simulates SGLang's DP attention at "
+                         f"attention DP = TP (attention TP 1), so --attn-dp-size {n} runs at --tp {n}: give --tp {n} "
+                         "(or leave --tp out), or --enable-dp-attention for DP attention at every candidate's TP")
+    return dataclasses.replace(axes, tp=str(n)), dp

@@ -1,11 +1,14 @@
 """The report's words on a data-parallel layout (the plan section's ``data_parallel``, ``accounting/dp_node.py``):
-SGLang's DP attention (``--enable-dp-attention --dp-size N``: N DP ranks inside the one TP group, attention TP
-tp / N each, SGLang 0.5.23 ``layers/dp_attention.py``) or vLLM's DP ranks of a MoE model (N × TP GPUs), each rank its
-own scheduler and KV pool; and the KV concurrency the plan states per rank, with the total."""
+SGLang's DP attention (``--attn-dp-size N``, before 0.5.22 ``--enable-dp-attention --dp-size N``: N DP ranks inside the
+one TP group, attention TP tp / N each, SGLang 0.5.23 ``layers/dp_attention.py``) or vLLM's DP ranks of a MoE model
+(N × TP GPUs), each rank its own scheduler and KV pool; and the KV concurrency the plan states per rank, with the
+total."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from kvledger.accounting.attn_dp import dp_attention_words
 
 __all__ = ["dp_layout_text", "per_rank_words"]
 
@@ -27,7 +30,7 @@ def dp_layout_text(plan: dict[str, Any], model: str) -> str:
     return (f"; DP attention ({dp['flags']}): {n} DP ranks over the TP group's {gpus} GPUs, attention TP "
             f"{dp['attention_tp']} = {s['tp']} ÷ {n} per rank, {pools} (SGLang 0.5.23 layers/dp_attention.py); "
             f"launched as python -m sglang.launch_server --model-path {model} --tp-size {s['tp']}{ep} "
-            f"--enable-dp-attention --dp-size {n}{a2a}")
+            f"{dp_attention_words(n, s.get('engine_version'))}{a2a}")  # the release's spelling (attn_dp.py)
 
 
 def per_rank_words(plan: dict[str, Any], context_tokens: int, requests: str) -> str:

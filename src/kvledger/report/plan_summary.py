@@ -8,7 +8,7 @@ from rich.markup import escape
 
 from kvledger.accounting.advice_len import null_block_clause
 from kvledger.accounting.advice_mnbt import DP_BUDGET_NOTE
-from kvledger.accounting.dp_attention import DP_ATTENTION_AT_DP_1, DP_ATTENTION_AT_DP_1_BRIEF
+from kvledger.accounting.dp_attention import DP_ATTENTION_AT_DP_1, dp_attention_at_dp_1_brief
 from kvledger.accounting.kv_range import range_text
 from kvledger.accounting.memory import MemoryPlan
 from kvledger.accounting.notes import SGLANG_FP8_KV
@@ -127,7 +127,7 @@ def _dp_lines(p: Plan, verbose: bool = True) -> list[str]:
     if d is None:
         note = p.dp_remedy if verbose or p.dp_brief is None else p.dp_brief
         if note and _dp_flag_ignored(p):  # one note, not two: the flag SGLang ignored, then what --dp-size would hold
-            note = f"SGLang ignores --enable-dp-attention without --dp-size; {note}"
+            note = f"SGLang ignores --enable-dp-attention (deprecated) without --dp-size; {note}"
         return [f"note: {note}"] if note else []
     reqs = "; ".join(f"{r.context_tokens:,} tokens: {d.ranks} × {r.per_rank:,} = {r.total:,} requests"
                      for r in d.requests)
@@ -154,7 +154,8 @@ def _kv_lines(p: Plan) -> list[str]:
            f"{kv.kv_cache_dtype}{auto}{groups}"]
     out += [f"note: {n}" for n in release_lines(m.notes, m.engine, m.engine_version, keep=(NOT_MODELLED, NO_KERNELS))
             + [n for n in m.notes if n == SGLANG_FP8_KV]  # the flag SGLang takes, where a vLLM spelling was given
-            + [DP_ATTENTION_AT_DP_1_BRIEF] * (_dp_flag_ignored(p) and p.dp_remedy is None)]  # else in the DP note
+            + [dp_attention_at_dp_1_brief(p.settings.engine_version)]  # else in the DP note
+            * (_dp_flag_ignored(p) and p.dp_remedy is None)]
     out += [f"note: {n}" for n in p.model.notes if n.startswith("model_type ") and ": read " in n]  # an unknown type
     out += [f"note: {n}" for n in p.model.notes if n.startswith("KV per ")]  # a note that qualifies the headline figure
     # a sizing field the file lacks (layers, heads, ...), taken from the class default: the figures above rest on it

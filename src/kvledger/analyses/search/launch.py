@@ -18,6 +18,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from kvledger.accounting.attn_dp import dp_attention_argv
 from kvledger.accounting.max_model_len import ALLOW_LONG_ENV, engine_config_len
 from kvledger.accounting.sglang_rules import SGLANG_LATEST, sglang_version_text
 from kvledger.accounting.vllm_all2all import all2all_launch
@@ -67,7 +68,7 @@ def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | N
         ["--wddm"] if p.get("wddm") else [])
     sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id,
               *(["--json-model-override-args", over] if over else []), "--tp-size", str(tp * dp),
-              *(["--dp-size", str(dp), "--enable-dp-attention"] if dp > 1 else []),
+              *(dp_attention_argv(dp, None) if dp > 1 else []),  # SGLang's newest read (accounting/attn_dp.py)
               "--context-length", str(length), "--kv-cache-dtype", SGLANG_KV_DTYPES.get(p["kv_cache_dtype"], "auto"),
               # server-wide: SGLang 0.5.23 divides both by the DP size under DP attention (kv_cache_configurator.py
               # resolve_max_num_reqs, parallel_hook.py handle_data_parallelism); vLLM's are each DP rank's own
@@ -113,7 +114,7 @@ def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_ve
                         "command's --enable-expert-parallel, which is what was simulated (`kvledger simulate --engine "
                         "sglang --ep-size` runs SGLang's)")
     if (dp := p.get("data_parallel_size", 1)) > 1:  # SGLang's DP attention runs inside one TP group of DP × TP GPUs
-        sglang_note += (f"; its --dp-size {dp} --enable-dp-attention is SGLang's nearest layout (DP attention inside "
+        sglang_note += (f"; its --attn-dp-size {dp} is SGLang's nearest layout (DP attention inside "
                         f"one TP group of {dp * entry['tp']} GPUs), its batch limits {dp} × each vLLM rank's (SGLang "
                         f"divides them by its {dp} DP ranks), planned by `kvledger plan --engine sglang` but not "
                         f"simulated: the vLLM command's {dp} DP ranks in lock-step are what was simulated")

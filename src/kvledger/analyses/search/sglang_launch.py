@@ -6,7 +6,8 @@ SGLang 0.5.23's flags (``sglang.launch_server --help``, ``srt/server_args.py``):
 ``--mem-fraction-static`` (the plan's, computed as SGLang computes its default when not given, so the line sizes the
 pool that was simulated), ``--kv-cache-dtype`` (``auto``, ``fp8_e4m3``, ``fp8_e5m2``), ``--max-running-requests`` and
 ``--chunked-prefill-size`` (server-wide: under DP attention SGLang divides both by the DP size), ``--page-size`` (the
-plan's tokens per page), ``--enable-dp-attention --dp-size N --ep-size N`` under DP attention and
+plan's tokens per page), ``--attn-dp-size N --ep-size N`` under DP attention (``--enable-dp-attention --dp-size N``
+before 0.5.22) and
 ``--disable-radix-cache`` where the search turned prefix caching off. There is no vLLM line: vLLM's pool and scheduler
 were not simulated.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from kvledger.accounting.attn_dp import dp_attention_argv
 from kvledger.analyses.search.launch_len import launch_len_note
 
 __all__ = ["SGLANG_KV_DTYPES", "server_limits", "sglang_launch_commands"]
@@ -40,9 +42,10 @@ def server_limits(p: dict[str, Any]) -> tuple[int, int]:
     return p["max_num_seqs"] * dp, p["max_num_batched_tokens"] * dp
 
 
-def _settings(p: dict[str, Any], tp: int, length: int, pc: bool | None) -> list[str]:
-    """The flags SGLang's server and ``kvledger plan --engine sglang`` both take (SGLang's spellings; the server-wide
-    limits, ``server_limits``, which the plan divides per DP rank as SGLang does)."""
+def _settings(p: dict[str, Any], tp: int, length: int, pc: bool | None, version: str | None) -> list[str]:
+    """The flags SGLang's server and ``kvledger plan --engine sglang`` both take (SGLang's spellings, DP attention as
+    the ``version`` spells it: ``accounting/attn_dp.py``; the server-wide limits, ``server_limits``, which the plan
+    divides per DP rank as SGLang does)."""
     running, chunk = server_limits(p)
     words = ["--tp-size", str(tp), "--context-length", str(length),
              "--mem-fraction-static", f"{p['mem_fraction_static']:g}", "--kv-cache-dtype",
@@ -50,7 +53,7 @@ def _settings(p: dict[str, Any], tp: int, length: int, pc: bool | None) -> list[
              "--max-running-requests", str(running), "--chunked-prefill-size", str(chunk),
              "--page-size", str(p["block_size"])]
     if p.get("enable_dp_attention"):  # SGLang's DP attention: --dp-size = --ep-size = --tp-size (sim_sglang_dp.py)
-        words += ["--enable-dp-attention", "--dp-size", str(p["dp_size"]), "--ep-size", str(p["ep_size"])]
+        words += [*dp_attention_argv(p["dp_size"], version), "--ep-size", str(p["ep_size"])]
     return words + (["--disable-radix-cache"] if pc is False else [])
 
 
@@ -61,7 +64,7 @@ def sglang_launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], en
     JSON of the config keys the served checkpoint takes at launch (``--json-model-override-args``)."""
     p, tp = entry["plan"], entry["tp"]
     length = p.get("launch_max_model_len", p["max_model_len"])
-    flags = _settings(p, tp, length, entry.get("enable_prefix_caching"))
+    flags = _settings(p, tp, length, entry.get("enable_prefix_caching"), engine_version)
     sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id,
               *(["--json-model-override-args", overrides_arg] if overrides_arg else []), *flags]
     check = ["kvledger", "plan", plan_model, "--gpu", gpu_id, "--engine", "sglang",

@@ -111,13 +111,25 @@ def _bill_flags(req: Any) -> str:
                                                                                  "team_capability"))
 
 
+def _spelled(engine: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    """(setting, the flag's name, value) of the engine settings in order, SGLang's DP size as ``--dp-size`` (which
+    every command takes) and its DP attention as the release spells it (``accounting/attn_dp.py``): ``--attn-dp-size
+    N`` from 0.5.22, ``--enable-dp-attention --dp-size N`` before."""
+    from kvledger.accounting.attn_dp import takes_attn_dp_size
+
+    sg = engine.get("policy") == "sglang"
+    n = engine.get("data_parallel_size") if sg and engine.get("enable_dp_attention") else None
+    new = bool(n) and takes_attn_dp_size(engine.get("engine_version"))
+    return [("enable_dp_attention", "attn_dp_size", n) if new and k == "enable_dp_attention" else
+            (k, "dp_size" if sg and k == "data_parallel_size" else k, v)
+            for k, v in engine.items() if not (new and k == "data_parallel_size")]
+
+
 def report_commands(req: Any, gpu_price: str) -> dict[str, str]:
     """The kvledger command lines whose ``--json`` each section of the report equals (``gpu_price``: the cost
     command's price flags)."""
-    sg = req.engine.get("policy") == "sglang"  # SGLang's spelling of its DP size (--dp-size), which every command takes
-    eng = "".join(_flag("dp_size" if sg and k == "data_parallel_size" else k, v) for k, v in req.engine.items())
-    plan_eng = "".join(_flag("dp_size" if sg and k == "data_parallel_size" else k, v) for k, v in req.engine.items()
-                       if k in PLAN_KEYS)
+    eng = "".join(_flag(name, v) for _, name, v in _spelled(req.engine))
+    plan_eng = "".join(_flag(name, v) for k, name, v in _spelled(req.engine) if k in PLAN_KEYS)
     plan_eng += " --engine sglang" if req.engine.get("policy") == "sglang" else ""
     tiers = tier_flags_text(getattr(req, "tier", None))
     plan_eng += tier_flags_text(getattr(req, "tier", None), simulator=False)  # plan sizes the tiers

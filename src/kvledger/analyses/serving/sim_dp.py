@@ -24,11 +24,13 @@ def check_dp_request(a: Any) -> None:
     """
     dp, sg = a.data_parallel_size, getattr(a, "enable_dp_attention", None)
     if (a.policy == "sglang") != bool(sg):
+        from kvledger.accounting.attn_dp import dp_attention_words
         from kvledger.analyses.serving.sim_sglang_dp import WORKS
 
         raise InputError(f"--dp-size {dp} without --enable-dp-attention: SGLang runs {dp} whole replicas of TP "
                          f"{a.tp} ({dp * a.tp} GPUs, as `kvledger plan` says), simulated as --replicas {dp} (drop "
-                         f"--dp-size), or add --enable-dp-attention; {WORKS}" if not sg else
+                         f"--dp-size), or give {dp_attention_words(dp, a.engine_version)} for DP attention; {WORKS}"
+                         if not sg else
                          f"--enable-dp-attention is SGLang's: give --engine sglang; {WORKS}")
     if a.replicas > 1 or a.router != "round_robin":
         raise InputError(f"--data-parallel-size {dp} with --replicas/--router: the simulation models one vLLM "

@@ -1,4 +1,4 @@
-"""``kvledger simulate --engine sglang --tp N --ep-size N --enable-dp-attention --dp-size N`` for a MoE model: SGLang
+"""``kvledger simulate --engine sglang --tp N --ep-size N --attn-dp-size N`` for a MoE model: SGLang
 0.5.23's DP attention simulated as N DP ranks in lock-step (``dynamics/dp_lockstep.py``, the loop vLLM's DP ranks run:
 SGLang's idle ranks run an IDLE batch while any rank has tokens, ``accounting/sglang_dp_cost.py``), routed round
 robin (``dp_lockstep.RoundRobinBalancer``), each rank its own scheduler and KV pool as ``kvledger plan`` sizes them
@@ -9,11 +9,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from kvledger.accounting.attn_dp import dp_attention_words
 from kvledger.errors import InputError
 
 __all__ = ["WORKS", "check_sglang_dp", "sglang_dp_cost", "sglang_dp_note"]
 
-WORKS = ("simulate takes SGLang's DP attention as --engine sglang --tp N --ep-size N --enable-dp-attention --dp-size "
+WORKS = ("simulate takes SGLang's DP attention as --engine sglang --tp N --ep-size N --attn-dp-size "
          "N (attention TP 1, one node, a MoE model; --moe-a2a-backend none or deepep)")
 """What is simulated, for the refusals."""
 
@@ -29,12 +30,13 @@ def check_sglang_dp(plan: Any) -> None:
     from kvledger.accounting.node_size import dp_nnodes
     from kvledger.accounting.sglang_ep import sglang_ep_size
 
-    why = ("--dp-size below --tp (attention TP > 1: the gather's reduce-scatter in the attention-TP group)"
+    why = ("an attention DP size below --tp (attention TP > 1: the gather's reduce-scatter in the attention-TP group)"
            if dp != tp else f"{plan.model.name} is dense (no MoE layers)" if not plan.model.is_moe
            else f"--ep-size {s.ep_size or 1} (experts sliced within EP groups)" if sglang_ep_size(plan.model, s) != tp
            else f"{tp} GPUs over more than one node" if max(s.nnodes, dp_nnodes(plan.gpu, 1, tp)) > 1 else "")
     if why:
-        raise InputError(f"--enable-dp-attention --dp-size {dp} --tp {tp}: {why} is not simulated; {WORKS}")
+        flags = dp_attention_words(dp, s.engine_version)  # the release's spelling (attn_dp.py)
+        raise InputError(f"{flags} --tp {tp}: {why} is not simulated; {WORKS}")
 
 
 def _rank_cost(plan: Any) -> Any:
@@ -99,7 +101,8 @@ def sglang_dp_note(plan: Any, cost: Any) -> str:
            f"{cost.moe_layers} MoE layers a dispatch and a combine of the busier of a rank's sent and received "
            f"token-experts, uniform routing, at {cost.gather_latency_s * 1e6:,.4g} µs a call (NCCL's ring "
            "all-gather latency as a stand-in: DeepEP's kernel latency not fitted)")
-    return (f"data parallel: --enable-dp-attention --dp-size {dp} simulated as {dp} DP ranks in lock-step on "
+    flags = dp_attention_words(dp, plan.settings.engine_version)  # the release's spelling (attn_dp.py)
+    return (f"data parallel: {flags} simulated as {dp} DP ranks in lock-step on "
             f"{dp} GPUs (SGLang 0.5.23 managers/scheduler_components/dp_attn.py prepare_mlp_sync_batch_raw: while "
             "any rank has tokens an idle rank runs a 0-token IDLE batch, so each step lasts as long as the slowest "
             f"rank's), each rank its own scheduler and KV pool of {per_rank:,} tokens (the plan's, {dp} × "
