@@ -154,8 +154,8 @@ def _kv_lines(p: Plan) -> list[str]:
            f"{kv.kv_cache_dtype}{auto}{groups}"]
     out += [f"note: {n}" for n in release_lines(m.notes, m.engine, m.engine_version, keep=(NOT_MODELLED, NO_KERNELS))
             + [n for n in m.notes if n == SGLANG_FP8_KV]  # the flag SGLang takes, where a vLLM spelling was given
-            + [dp_attention_at_dp_1_brief(p.settings.engine_version)]  # else in the DP note
-            * (_dp_flag_ignored(p) and p.dp_remedy is None)]
+            + ([dp_attention_at_dp_1_brief(p.settings.engine_version)]  # else in the DP note
+               if _dp_flag_ignored(p) and p.dp_remedy is None else [])]
     out += [f"note: {n}" for n in p.model.notes if n.startswith("model_type ") and ": read " in n]  # an unknown type
     out += [f"note: {n}" for n in p.model.notes if n.startswith("KV per ")]  # a note that qualifies the headline figure
     # a sizing field the file lacks (layers, heads, ...), taken from the class default: the figures above rest on it
