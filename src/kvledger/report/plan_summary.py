@@ -147,8 +147,7 @@ def _kv_lines(p: Plan) -> list[str]:
     """The headline (KV per token, per GPU of the binding stage with PP) and the notes that qualify it."""
     m, kv = p.memory, p.kv
     shown = p.stage_kv if m.stages and p.stage_kv is not None else kv  # with PP: the binding stage's layers alone
-    groups = "".join(f" — {t}" for t in ["; ".join(f"{g.num_layers} {g.kind}: {g.formula}" for g in shown.groups)]
-                     if t)
+    groups = "".join(f" — {t}" for t in ["; ".join(f"{g.num_layers} {g.kind}: {g.formula}" for g in shown.groups)] if t)
     auto = next((f" ({n})" for n in m.notes if n.startswith(KV_AUTO_NOTE)), "")  # what auto became, and why
     out = [f"KV per token: {kv.bytes_per_token:,.0f} B ({kv.bytes_per_token / KiB:,.2f} KiB) per GPU, KV dtype "
            f"{kv.kv_cache_dtype}{auto}{groups}"]
