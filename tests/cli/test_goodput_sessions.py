@@ -44,18 +44,20 @@ def test_session_flags_are_checked_as_simulate_and_search_check_them():
 
 
 def test_a_session_search_judges_its_capacity_at_the_steady_state_as_search_does(tmp_path):
-    # 20 chat sessions a probe at least, searched in [8, 10] turns/s: 9.125 meets (4,415 of 4,791 turns within the
+    # 20 chat sessions a probe at least, searched in [9, 9.25] turns/s (9 meets, 9.25 misses; then 9.125 meets and
+    # 9.1875 misses, as the same probes did inside a wider [8, 10]): 9.125 meets (4,415 of 4,791 turns within the
     # SLO, 92.15%), 9.1875 misses. Over the probe's first arrival → last finish (1,512.25 s, its sessions' ramp-up and
     # drain included) that is 4,415 ÷ 1,512.25 = 2.919 good req/s; at the steady state search prices (session_spec.
     # steady_goodput) 9.125 × 4,415 ÷ 4,791 = 8.409 good req/s
     args = ("goodput", "--simulate", MODEL, "--gpu", "H100", "--workload", "chat", "--sessions", "20", "--slo", SLO,
-            "--target", "0.9", "--lo", "8", "--hi", "10")
+            "--target", "0.9", "--lo", "9", "--hi", "9.25")
     # one search: the text on stdout, the --json document in --out's file (goodput writes the same text to both)
     res = run_cli(*args, "--out", str(tmp_path / "search.json"))
     assert res.exit_code == 0, res.output
     d = strict_json_file(tmp_path / "search.json")
     b = d["boundary"]
     assert (b["boundary_value"], b["first_failing_value"]) == (9.125, 9.1875)
+    assert sorted(r["probe"]["value"] for r in d["runs"]) == [9, 9.125, 9.1875, 9.25]
     at = next(r for r in d["runs"] if r["probe"]["value"] == 9.125)
     assert (at["num_requests"], at["num_good"]) == (4791, 4415)
     assert b["goodput_at_boundary_req_per_s"] == pytest.approx(4415 / 1512.25, rel=1e-4)
