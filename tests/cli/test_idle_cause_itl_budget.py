@@ -59,8 +59,10 @@ def test_cost_simulate_says_the_same_cause_in_its_no_capacity_answer():
 
 
 def test_a_limit_under_the_lone_decode_step_keeps_the_step_time_words():
-    # itl ≤ 15 ms is under the 19.76 ms lone decode above: no budget can meet it, and the step time is the cause
-    d = _no_capacity("--slo", "itl=15ms")
+    # itl ≤ 15 ms is under the 19.76 ms lone decode above: no budget can meet it, and the step time is the cause; the
+    # search is bracketed at the rate the widening above ends on (1/1024 req/s, ten halvings down from 1), so it judges
+    # that one probe (the same 300 requests at the same rate) without the ten lighter-and-lighter probes before it
+    d = _no_capacity("--slo", "itl=15ms", "--lo", "0.0009765625", "--hi", "1")
     note = _no_bisection(d)
     assert note.endswith("298 missed itl ≤ 15 ms" + IDLE_STEP_WORDS)
 

@@ -22,8 +22,15 @@ H100 = "NVIDIA H100 80GB SXM5"  # the catalog name `--gpu H100` resolves to
 
 
 @pytest.fixture(scope="module")
-def report() -> dict:
-    return cli_json("report", MODEL, *W, *HOST)
+def built(tmp_path_factory) -> tuple[dict, str]:
+    """The report with the host tier, run once for the module: its --json document and the HTML --out wrote."""
+    out = tmp_path_factory.mktemp("tier_report") / "r.html"
+    return cli_json("report", MODEL, *W, *HOST, "--out", str(out)), out.read_text()
+
+
+@pytest.fixture(scope="module")
+def report(built) -> dict:
+    return built[0]
 
 
 def _goodput_at(report: dict, rate: float, *extra: str) -> dict:
@@ -63,11 +70,8 @@ def test_the_capacity_with_the_tier_is_goodput_simulates(report):
     assert host["hit_rate"] == w["hit_share"]["host_dram"]
 
 
-def test_the_caption_states_both_capacities(tmp_path):
-    out = tmp_path / "r.html"
-    res = run_cli("report", MODEL, *W, *HOST, "--out", str(out))
-    assert res.exit_code == 0, res.output
-    html = out.read_text().replace("&#x27;", "'")
+def test_the_caption_states_both_capacities(built):
+    html = built[1].replace("&#x27;", "'")
     assert ("35.5 req/s without the tiers (80% band 28.96–39.73 req/s, uncalibrated roofline) → 57.5 req/s with them "
             "(80% band 46.91–64.36 req/s, uncalibrated roofline)") in html
     assert "at 57.5 req/s: hbm 22.6%, host_dram 66.0%; the difference is outside the band" in html
