@@ -1,4 +1,5 @@
-"""One headless Chromium session per test module (Debian's chromium + chromium-driver, driven by selenium)."""
+"""One headless Chromium session per test process (Debian's chromium + chromium-driver, driven by selenium): the
+report's and the ui's browser tests share it, each test loading its own page (a browser start is a second or two)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ def _paths() -> tuple[str | None, str | None]:
     return shutil.which("chromium") or shutil.which("chromium-browser"), shutil.which("chromedriver")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
     chromium, driver = _paths()
     if chromium is None or driver is None:

@@ -293,8 +293,8 @@ def test_the_serving_panel_follows_the_engine(server, browser):
     v = _version(browser)
     browser.find_element("id", "run-serving").click()
     assert _wait_version(browser, v, 120) == "serving ready"
-    assert _serving_answer(browser)["engine"] == "vllm" and _card(browser, "capacity") == direct("vllm")[
-        "sizing_req_per_s"]
+    vllm = direct("vllm")["sizing_req_per_s"]
+    assert _serving_answer(browser)["engine"] == "vllm" and _card(browser, "capacity") == vllm
     # the utilization field's price, said beside the verdict (the verdict's own break-even is at the 80% ceiling)
     assert browser.find_element("id", "secondary").text.startswith(
         "secondary (not the verdict): at 50.0% utilization (given: the utilization field)")
@@ -304,7 +304,7 @@ def test_the_serving_panel_follows_the_engine(server, browser):
     WebDriverWait(browser, 120).until(lambda b: b.find_elements("id", "serving-requests")
                                       and _serving_answer(b)["engine"] == "sglang")
     sgl = direct("sglang")["sizing_req_per_s"]
-    assert _card(browser, "capacity") == sgl != direct("vllm")["sizing_req_per_s"]
+    assert _card(browser, "capacity") == sgl != vllm
     # TensorRT-LLM: the simulator has no rules for it, so the panel says so and shows no numbers
     Select(browser.find_element("id", "engine")).select_by_value("trtllm")
     WebDriverWait(browser, 120).until(lambda b: b.find_elements("id", "serving-failed"))
