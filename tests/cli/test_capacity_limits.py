@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_run import strict_json_file
 from typer.testing import CliRunner
 
 from kvledger.analyses.serving.rejections import count_rejections
@@ -141,18 +142,17 @@ def test_an_overload_with_the_kv_cache_full_is_not_blamed_on_max_num_seqs():
     assert "seq_cap" not in d["overload"]
 
 
-def test_a_target_near_what_light_load_attains_is_warned_about():
+def test_a_target_near_what_light_load_attains_is_warned_about(tmp_path):
     # azure-code, TTFT ≤ 200 ms, TPOT ≤ 50 ms, 90 %: 93.0 % at 0.125 req/s (1,859 of 2,000; 136 miss TTFT, 7 TPOT),
     # 58 % of the 0.2148 req/s found, < 90 % + 5 points: the capacity rests on the requests that miss at any load
+    # one search: the text on stdout, the --json document in --out's file
     out = _ok("goodput", "--simulate", MODEL, "--gpu", "H100", "--trace", "azure-code",
-              "--slo", "ttft=200ms,tpot=50ms", "--target", "0.9", "--json")
-    c = json.loads(out)["attainment_ceiling"]
+              "--slo", "ttft=200ms,tpot=50ms", "--target", "0.9", "--out", str(tmp_path / "goodput.json"))
+    c = strict_json_file(tmp_path / "goodput.json")["attainment_ceiling"]
     assert (c["lowest_rate_req_per_s"], c["attainment_at_lowest"], c["good_at_lowest"]) == (0.125, 0.9295, 1859)
     assert c["slo_capacity_req_per_s"] == 0.21484375 and c["missed_at_lowest"] == {"ttft": 136, "tpot": 7}
     # 584 of the first 2,000 requests' 1,999 gaps are under 1 % of the mean gap: bursts, kept by rescaling the rate
     assert (c["burst_gaps"], c["num_gaps"]) == (584, 1999)
-    out = _ok("goodput", "--simulate", MODEL, "--gpu", "H100", "--trace", "azure-code",
-              "--slo", "ttft=200ms,tpot=50ms", "--target", "0.9")
     head = " ".join(out.split("\nSLO:")[0].split())  # the warnings above the probe table
     assert ("warning: near the attainment ceiling: even at 0.125 req/s, the lowest rate probed (58% of the 0.2148 "
             "req/s capacity), only 93.0% of requests meet the SLO against the 90% target (then 0.1875 → 90.8%, "
