@@ -24,10 +24,14 @@ ARGS = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", engine_versio
                       max_num_seqs=128)
 
 
+def _fixed_fractions(items, **kw) -> GpuFit:
+    return GpuFit(H100, 0.5, 0.6, 1.0, 1.0, 0)
+
+
 @pytest.fixture()
 def fixed_fit(monkeypatch):
     # the notes and labels do not depend on the fractions: skip the search, price every run at 0.5/0.6
-    monkeypatch.setattr(gpu_profile_file, "fit_gpu_fractions", lambda items, **kw: GpuFit(H100, 0.5, 0.6, 1.0, 1.0, 0))
+    monkeypatch.setattr(gpu_profile_file, "fit_gpu_fractions", _fixed_fractions)
 
 
 def _experiment(root: Path, name: str = "vllm") -> Path:
@@ -47,11 +51,22 @@ def exp(tmp_path) -> Path:
     return _experiment(tmp_path)
 
 
-def test_the_profile_carries_validates_client_notes_once(fixed_fit, exp):
+@pytest.fixture(scope="module")
+def both_stages(tmp_path_factory) -> tuple[Path, dict]:
+    """(an experiment folder, the profile of its stages 0 and 4 under ``fixed_fit``'s fractions): computed once for the
+    tests that read that same profile."""
+    folder = _experiment(tmp_path_factory.mktemp("both"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(gpu_profile_file, "fit_gpu_fractions", _fixed_fractions)
+        prof = calibrate_gpu_files([str(folder / f"stage_{i}_lifecycle_metrics.json") for i in (0, 4)], ARGS)
+    return folder, prof
+
+
+def test_the_profile_carries_validates_client_notes_once(both_stages):
     # stage 0 (1 req/s) kept up; stage 4 (148.89 req/s requested, 117.04 achieved < 95%) fell behind, so it is replayed
     # as a closed loop of config.yaml's 44 workers × 10 = 440 users. Notes both stages give appear once.
-    s0, s4 = str(exp / "stage_0_lifecycle_metrics.json"), str(exp / "stage_4_lifecycle_metrics.json")
-    prof = calibrate_gpu_files([s0, s4], ARGS)
+    exp, prof = both_stages
+    s4 = str(exp / "stage_4_lifecycle_metrics.json")
     notes = prof["notes"]
     assert len(notes) == len(set(notes))
     loop = [n for n in notes if "the client fell behind" in n]
@@ -122,12 +137,13 @@ def test_stage_files_of_two_experiments_get_folder_labels(fixed_fit, tmp_path):
     assert sum("shared_prefix pool of 100" in n for n in prof["notes"]) == 2  # one per experiment's config.yaml
 
 
-def test_the_profile_records_each_runs_saturation_and_whether_its_capacity_was_measured(fixed_fit, exp, tmp_path):
+def test_the_profile_records_each_runs_saturation_and_whether_its_capacity_was_measured(fixed_fit, both_stages,
+                                                                                      tmp_path):
     # stage 0 (1 req/s) kept up: written false, not null (null is an older file's "not said", which profile_band
     # counts as not measured and says so); stage 4 fell behind its rate (117 of 149 req/s requested, under 95%:
     # sweep_bands.below_saturation) so its measured side is saturated, and its throughput measured the capacity
-    s0, s4 = str(exp / "stage_0_lifecycle_metrics.json"), str(exp / "stage_4_lifecycle_metrics.json")
-    both = calibrate_gpu_files([s0, s4], ARGS)
+    exp, both = both_stages
+    s0 = str(exp / "stage_0_lifecycle_metrics.json")
     assert both["runs"][0]["saturated"] is False and "measured" in both["runs"][1]["saturated"]["sides"]
     assert both["fit_quality"]["capacity_unmeasured"] is False
     below = calibrate_gpu_files([s0], ARGS)
