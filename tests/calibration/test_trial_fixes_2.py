@@ -150,14 +150,15 @@ def test_the_gpu_scope_reports_each_runs_leave_one_out_error(fitted_on, tmp_path
     # the same fractions price the same replay: with the fit patched to 0.4 for every set, the held-out errors are
     # the in-sample ones
     fitted_on.clear()
-    one = _run("calibrate", "--scope", "gpu", s2, "--model", L8, *ENGINE, "--json")
-    fitted = json.loads(one.output)["runs"][0]
+    # one run on stage 2 alone: its text on stdout, its profile (the --json document) in --out's file
+    one = _run("calibrate", "--scope", "gpu", s2, "--model", L8, *ENGINE, "--out", str(tmp_path / "one.json"))
+    assert one.exit_code == 0, one.output
+    fitted = json.loads((tmp_path / "one.json").read_text())["runs"][0]
     assert fitted["ttft_mean_rel_error"] == loo[0]["ttft_mean_rel_error"]
     # each held-out row says whether the replay saturated, as the fitted rows do (the ⚠ on its latencies)
     assert "saturated" in loo[0] and loo[0]["saturated"] == fitted["saturated"]
     assert loo[0]["model"].startswith(L8) and loo[0]["tp"] == 1 and "label" not in loo[0]
-    text = _run("calibrate", "--scope", "gpu", s2, "--model", L8, *ENGINE)
-    assert "leave-one-out: none — it needs two runs or more" in text.output
+    assert "leave-one-out: none — it needs two runs or more" in one.output
 
 
 def test_a_records_model_two_folders_up_is_named_and_why_it_cannot_be_used(tmp_path):
