@@ -18,6 +18,26 @@ from hypothesis import settings
 
 os.environ["KVLEDGER_NO_CACHE"] = "1"
 
+
+def _subprocess_bytecode_in_a_temporary_folder() -> None:
+    """Where ``PYTHONDONTWRITEBYTECODE`` is set, the ``python -m kvledger`` processes some tests start compile every
+    module they import again (0.15–0.5 s CPU each): they write their bytecode in one temporary folder instead
+    (``PYTHONPYCACHEPREFIX``), removed at exit, so the clone still gets no ``__pycache__`` and each later process reads
+    what the first compiled. This process is not changed (its setting was read at start)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    folder = tempfile.mkdtemp(prefix="kvledger-tests-pyc-")
+    atexit.register(shutil.rmtree, folder, True)
+    os.environ["PYTHONPYCACHEPREFIX"] = folder
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+
+
+_subprocess_bytecode_in_a_temporary_folder()
+
 settings.register_profile("repeatable", derandomize=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
