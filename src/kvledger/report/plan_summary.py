@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 from rich.markup import escape
 
-from kvledger.accounting.advice_len import null_block_clause
 from kvledger.accounting.advice_mnbt import DP_BUDGET_NOTE
 from kvledger.accounting.dp_attention import DP_ATTENTION_AT_DP_1, dp_attention_at_dp_1_brief
 from kvledger.accounting.kv_range import range_text
@@ -18,12 +15,12 @@ from kvledger.accounting.roofline_breakdown import RooflineReport
 from kvledger.accounting.vllm_gpu_support import NO_KERNELS
 from kvledger.accounting.vllm_kv_auto import KV_AUTO_NOTE
 from kvledger.accounting.vllm_releases import release_lines
-from kvledger.accounting.window_capacity import manager_words, window_words
 from kvledger.catalog.family_base import WARNING_NOTE
 from kvledger.catalog.hfread import CLASS_DEFAULTS_NOTE
+from kvledger.report.plan_verdict import decode_capped, decode_clause
 from kvledger.units import GiB, KiB, fmt_low
 
-__all__ = ["summary_lines", "verdict_text", "attention_by_context_text", "limit_names", "warning_lines",
+__all__ = ["summary_lines", "attention_by_context_text", "limit_names", "warning_lines",
            "ASSUMED_RELEASE", "vllm_flags_text"]
 
 
@@ -96,12 +93,12 @@ def summary_lines(p: Plan, *, verbose: bool = True) -> list[str]:
                          f"{r.context_tokens:,} tokens: above max_model_len, rejected" for r in p.concurrency)
         cap = [r for r in p.concurrency if r.within_max_model_len and r.max_requests > r.running_cap]
         capped = ""
-        if cap and (verbose or not _decode_capped(p)):  # short: the decode clause says max_num_seqs "still caps"
+        if cap and (verbose or not decode_capped(p)):  # short: the decode clause says max_num_seqs "still caps"
             where = ("at every context" if len(cap) == len(p.concurrency) else
                      f"at contexts up to {cap[-1].context_tokens:,} tokens")
             capped = (f" — what the KV holds; the engine runs at most max_num_seqs = {cap[0].running_cap:,} at once, "
                       f"the limit {where}")
-        out.append(f"concurrency ({_per(p)}): {rows}{capped}{_decode_clause(p, verbose)}")
+        out.append(f"concurrency ({_per(p)}): {rows}{capped}{decode_clause(p, verbose)}")
     return out + _dp_lines(p, verbose) + ([_roofline_line(p.roofline)] if p.roofline is not None else [])
 
 
@@ -219,52 +216,6 @@ def _concurrency_cell(r: ConcurrencyRow) -> str:
     if not rng or not range_text(*rng, scale=1, fmt=",.2f"):
         return f"{point} ({r.max_concurrency:,.2f}x){dec}"
     return f"{point} ({r.max_concurrency:,.2f}x, range {fmt_low(rng[0])}–{rng[1]:,.2f}x){dec}"  # low end rounded down
-
-
-def _decode_capped(p: Plan) -> bool:
-    """max_num_seqs caps what runs while decoding at some context (the decode clause says so, with where)."""
-    return p.layout is not None and any(r.decode_requests is not None and r.within_max_model_len
-                                        and r.decode_requests > r.running_cap for r in p.concurrency)
-
-
-def _decode_clause(p: Plan, verbose: bool = True) -> str:
-    """With sliding windows: the × is vLLM's start-up check, and what "while decoding" counts (window_capacity.py); how
-    the check counts the groups and which manager frees their blocks with ``verbose`` only (the short plan's length)."""
-    dec = [r for r in p.concurrency if r.decode_requests is not None and r.within_max_model_len]
-    if not dec or p.layout is None:
-        return ""
-    over = [r for r in dec if r.decode_requests > r.running_cap]
-    at = (" and ".join(f"{r.context_tokens:,} tokens (≈{r.decode_requests:,} would fit)" for r in over) if verbose
-          else " and ".join(f"{r.context_tokens:,}" for r in over) + " tokens")  # short: its row says the ≈ figure
-    cap = f"; max_num_seqs = {over[0].running_cap:,} still caps what runs while decoding at {at}" if over else ""
-    counted, freed = manager_words(p.layout)
-    if not verbose:
-        return (f" — the requests and × are vLLM's start-up check (its printed \"Maximum concurrency\"); while "
-                f"decoding, {window_words(p.layout)}{cap}")
-    return (f" — the requests and × are vLLM's start-up check (its printed \"Maximum concurrency\": {counted}); while "
-            f"decoding, {window_words(p.layout)} ({freed}){cap}")
-
-
-def verdict_text(p: Plan, verbose: bool = True) -> str:
-    """The verdict's line; in the short plan (``verbose`` keeps every word), what the lines above it or the fixes below
-    it already say is not said again: where the concurrency line says that the × is the engine's printed start-up
-    figure and what the windowed layers hold while decoding, neither (``window_capacity.at_max_words``' words); of
-    the null block (``advice_len.null_block_clause``), the pool's GiB and the file that keeps it; vLLM's estimated
-    maximum model length where a fix below sets --max-model-len to it; an engine source file cited in parentheses."""
-    msg = p.advice.message
-    if verbose:
-        return msg
-    if (null := null_block_clause(p.memory)) and p.advice.verdict != "fits":
-        msg = msg.replace(null, f" ({p.memory.num_gpu_blocks:,} less vLLM's null block)", 1)
-    msg = re.sub(r" \([^()]*\.py\b[^()]*\)", "", msg)  # an engine file cited in parentheses: --verbose's
-    est = p.advice.estimated_max_model_len
-    if est and any(o.action == f"--max-model-len {est}" for o in p.advice.options):
-        msg = msg.replace(f" Based on the available memory the estimated maximum model length is {est:,}.", "", 1)
-    said = f" at once while decoding ({window_words(p.layout)})" if p.layout is not None else ""
-    if not said or not _decode_clause(p, verbose=False):
-        return msg
-    return (msg.replace(said, " at once while decoding", 1)
-            .replace("at vLLM's start-up check (the engine's printed ", "at start-up (", 1))
 
 
 def attention_by_context_text(r: RooflineReport) -> str:

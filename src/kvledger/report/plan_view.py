@@ -16,10 +16,10 @@ from kvledger.report.plan_summary import (
     attention_by_context_text,
     limit_names,
     summary_lines,
-    verdict_text,
     vllm_flags_text,
     warning_lines,
 )
+from kvledger.report.plan_verdict import verdict_text
 from kvledger.report.tables import LedgerTable as Table
 from kvledger.units import GB, GiB, KiB, MiB, fmt_bytes, fmt_duration, fmt_low
 
