@@ -36,11 +36,15 @@ def test_gpt_oss_120b_tp8_short_plan_says_the_window_once(model, gpu):
                 "as few as 89); ≈103 at once while decoding") in flat
         # the cap said once, with its contexts; each ≈ figure on its row: 852,537 // (128 + 9) = 6,222 at 2,048 tokens
         assert "max_num_seqs = 1,024 still caps what runs while decoding at 2,048 and 8,192 tokens" in flat
-        assert "2,048 tokens: 3,317 requests (3,317.27x, range 3,200.15–3,446.00x), ≈6,222 while decoding;" in flat
+        # the short plan: the rows' ≈ figures in one list (852,537 // (2,048 + 9) = 414 at 32,768 tokens); each on its
+        # row under --verbose
+        assert "2,048 tokens: 3,317 requests (3,317.27x, range 3,200.15–3,446.00x);" in flat
+        assert "≈6,222/1,636/414/103 at once while decoding (sliding layers hold ≤ 128 tokens + a block)" in flat
         full = " ".join(run_cli("plan", model, "--gpu", gpu, "--tp", "8", "--verbose").stdout.split())
         assert ("at vLLM's start-up check (the engine's printed 92.42x — the range's low end holds 89.15x, so as few "
                 "as 89); ≈103 at once while decoding (sliding layers hold ≤ 128 tokens + a block)") in full
         assert "at 2,048 tokens (≈6,222 would fit) and 8,192 tokens (≈1,636 would fit)" in full
+        assert "2,048 tokens: 3,317 requests (3,317.27x, range 3,200.15–3,446.00x), ≈6,222 while decoding;" in full
 
 
 def test_llama_405b_sglang_tp8_short_plan_within_26_lines():
@@ -197,9 +201,13 @@ def test_the_short_verdict_leaves_engine_files_to_verbose():
     # 8,884 and prompts of 8,884 − 5 = 8,879 tokens or more are aborted; the files that say so under --verbose only
     args = ("moonshotai/Kimi-K2-Instruct", "--engine", "sglang", "--gpu", "H200", "--tp", "8")
     _, flat = _short(*args)
-    assert ("so max_req_len = min(context_len − 1, pool tokens − 1) = 8,884: prompts of 8,879 tokens or more "
-            "(max_req_input_len = max_req_len − 5) are aborted and outputs are capped at max_req_len − prompt − 1, so "
-            "no request longer than 8,883 tokens runs, as with --context-length 8885.") in flat
-    assert ".py" not in flat
+    # the short plan keeps the figures; SGLang's rules that give them, under --verbose
+    assert ("so max_req_len = 8,884: prompts of 8,879 tokens or more are aborted and outputs are capped, so no request "
+            "longer than 8,883 tokens runs, as with --context-length 8885.") in flat
+    assert ".py" not in flat and "min(context_len" not in flat
     full = " ".join(run_cli("plan", *args, "--verbose").stdout.split())
+    assert ("prompts of 8,879 tokens or more (max_req_input_len = max_req_len − 5) are aborted and outputs are capped "
+            "at max_req_len − prompt − 1 (managers/utils.py validate_input_length, scheduler.py), so no request longer "
+            "than 8,883 tokens runs, as with --context-length 8885.") in full
+    assert "so max_req_len = min(context_len − 1, pool tokens − 1) = 8,884" in full
     assert "= 8,884 (managers/tp_worker.py, every release 0.4.0–0.5.23; 0.5.23 logs a warning): prompts" in full

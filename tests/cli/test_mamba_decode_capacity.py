@@ -30,8 +30,10 @@ def test_nemotron_h_56b_tp2_plan_start_up_and_decoding():
     out = " ".join(run_cli("plan", *NEMOTRON, "--context", "2K,8K").output.split())  # lines wrapped at the width
     # the short plan says what the state groups hold once, on its concurrency line, and the verdict no more again
     assert "9 concurrent 8,192-token requests at start-up (9.90x); ≈14 at once while decoding" in out
-    assert ("are vLLM's start-up check (its printed \"Maximum concurrency\"); while decoding, each Mamba state group "
-            "holds ≤ 2 pages: 1 between steps, 2 while a step crosses a block boundary") in out
+    # the rows' ≈ figures in one list (28 at 2,048, 14 at 8,192) and the state groups' bound; the pages at each point of
+    # a step, the rows' own ≈ figures and the engine's printed line under --verbose
+    assert ("8,192 tokens: 9 requests (9.90x, range 9.00–10.25x) — the requests and × are vLLM's start-up check; "
+            "≈28/14 at once while decoding (each Mamba state group holds ≤ 2 pages)") in out
     assert out.count("each Mamba state group holds ≤ 2 pages") == 1
     # how the start-up check counts the state groups and which manager frees them: the full ledger (--verbose); the
     # short plan keeps the clause's facts within its 26 lines
@@ -40,6 +42,9 @@ def test_nemotron_h_56b_tp2_plan_start_up_and_decoding():
             "while decoding (each Mamba state group holds ≤ 2 pages: 1 between steps, 2 while a step crosses a block "
             "boundary") in full
     assert "each Mamba state group counted at 3 pages (MambaSpec.max_memory_usage_bytes)" in full
+    assert "8,192 tokens: 9 requests (9.90x, range 9.00–10.25x), ≈14 while decoding" in full
+    assert ("are vLLM's start-up check (its printed \"Maximum concurrency\": each Mamba state group counted at 3 pages"
+            in full) and "1 between steps" not in out
     assert "MambaManager.remove_skipped_blocks" in full and "MambaManager.remove_skipped_blocks" not in out
 
 

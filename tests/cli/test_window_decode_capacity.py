@@ -67,8 +67,13 @@ def test_full_attention_rows_carry_no_decode_figure():
 
 def test_plan_summary_labels_the_start_up_check():
     out = run_cli("plan", "openai/gpt-oss-20b", "--gpu", "H100-SXM", "--max-model-len", "8192").output
-    assert "8,192 tokens: 149 requests (149.57x, range 144.08–151.12x), ≈294 while decoding" in out
-    assert "the requests and × are vLLM's start-up check" in out
+    # the short plan: the rows' ≈ figures in one list after them (1,119 at 2,048, 294 at 8,192); each on its row in the
+    # full ledger
+    assert ("8,192 tokens: 149 requests (149.57x, range 144.08–151.12x) — the requests and × are vLLM's start-up "
+            "check; ≈1,119/294 at once while decoding") in " ".join(out.split())
+    full = run_cli("plan", "openai/gpt-oss-20b", "--gpu", "H100-SXM", "--max-model-len", "8192", "--verbose").output
+    assert "8,192 tokens: 149 requests (149.57x, range 144.08–151.12x), ≈294 while decoding" in full
+    assert "the requests and × are vLLM's start-up check" in full
 
 
 def test_all_sliding_model_ignores_disable_hybrid():
@@ -126,12 +131,13 @@ def test_chunked_local_layers_hold_their_chunk_and_name_their_manager():
 
 def test_decode_clause_says_where_max_num_seqs_caps():
     # gpt-oss-20b on H100 at its default max_model_len: at 2,048 tokens about 1,119 fit while decoding, above
-    # max_num_seqs = 1,024, so the cap is said with its context; the short plan's row says the ≈1,119 itself, the
-    # full ledger says it again with the cap
-    out = run_cli("plan", "openai/gpt-oss-20b", "--gpu", "H100-SXM").output
+    # max_num_seqs = 1,024, so the cap is said with its context; the short plan's list of ≈ figures says the ≈1,119
+    # (its row under --verbose), the full ledger says it again with the cap
+    out = " ".join(run_cli("plan", "openai/gpt-oss-20b", "--gpu", "H100-SXM").output.split())
     assert "max_num_seqs = 1,024 still caps what runs while decoding at 2,048 tokens" in out
-    assert "≈1,119 while decoding;" in out and "would fit" not in out
+    assert "≈1,119/294/74/18 at once while decoding" in out and "would fit" not in out
     full = " ".join(run_cli("plan", "openai/gpt-oss-20b", "--gpu", "H100-SXM", "--verbose").output.split())
+    assert "≈1,119 while decoding;" in full
     assert "max_num_seqs = 1,024 still caps what runs while decoding at 2,048 tokens (≈1,119 would fit)" in full
 
 
@@ -145,8 +151,10 @@ def test_gpt_oss_120b_short_plan_keeps_to_26_lines():
     flat = " ".join(res.output.split())
     assert "the requests and × are vLLM's start-up check" in flat
     assert "max_num_seqs = 1,024 still caps what runs while decoding at 2,048 tokens" in flat
-    assert "≈2,705 while decoding;" in flat  # on its row; "(≈2,705 would fit)" with the cap under --verbose
+    assert "≈2,705/711/180/45 at once while decoding" in flat  # in one list; on its row, and "(≈2,705 would fit)"
+    # with the cap, under --verbose
     full = " ".join(run_cli("plan", "openai/gpt-oss-120b", "--gpu", "H100-SXM", "--tp", "4",
                             "--verbose").output.split())
     assert "max_num_seqs = 1,024 still caps what runs while decoding at 2,048 tokens (≈2,705 would fit)" in full
     assert "SlidingWindowManager" in full and "the engine runs at most max_num_seqs = 1,024 at once" in full
+    assert "≈2,705 while decoding;" in full

@@ -25,6 +25,11 @@ __all__ = ["SGLANG_INPUT_MARGIN_TOKENS", "sglang_reduced_words"]
 SGLANG_INPUT_MARGIN_TOKENS = 5
 """``max_req_input_len = max_req_len − 5`` (``managers/tp_worker.py``, 0.4.0–0.5.23), tokens."""
 
+SGLANG_LEN_RULE = " = min(context_len − 1, pool tokens − 1)"
+SGLANG_INPUT_RULE = f" (max_req_input_len = max_req_len − {SGLANG_INPUT_MARGIN_TOKENS})"
+SGLANG_OUTPUT_CAP = " at max_req_len − prompt − 1"
+"""The lower-length verdict's rules, each as the message words it (the short plan leaves them to --verbose)."""
+
 
 def sglang_reduced_words(p: Plan, need_blocks: int) -> tuple[str, float, int] | None:
     """(message, shortfall B, the context length SGLang in effect serves: the pool's tokens) for a max_model_len
@@ -39,10 +44,10 @@ def sglang_reduced_words(p: Plan, need_blocks: int) -> tuple[str, float, int] | 
     need, have = need_blocks * m.bytes_per_block, pool * m.bytes_per_block / m.block_size
     msg = (f"served at a lower length: SGLang starts, but one {m.max_model_len:,}-token request needs "
            f"{need / GiB:.2f} GiB of KV cache, more than the {have / GiB:.2f} GiB of the pool's {pool:,} token slots "
-           f"(short by {(need - have) / GiB:.2f} GiB), so max_req_len = min(context_len − 1, pool tokens − 1) = "
+           f"(short by {(need - have) / GiB:.2f} GiB), so max_req_len{SGLANG_LEN_RULE} = "
            f"{max_req_len:,} (managers/tp_worker.py, every release 0.4.0–0.5.23; 0.5.23 logs a warning): prompts of "
-           f"{max_input:,} tokens or more (max_req_input_len = max_req_len − {SGLANG_INPUT_MARGIN_TOKENS}) are aborted "
-           f"and outputs are capped at max_req_len − prompt − 1 (managers/utils.py validate_input_length, "
+           f"{max_input:,} tokens or more{SGLANG_INPUT_RULE} are aborted "
+           f"and outputs are capped{SGLANG_OUTPUT_CAP} (managers/utils.py validate_input_length, "
            f"scheduler.py), so no request longer than {max_req_len - 1:,} tokens runs, as with --context-length "
            f"{pool}.")
     return msg, need - have, pool

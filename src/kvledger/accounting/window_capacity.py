@@ -119,13 +119,13 @@ _STATE_FREED = ("the state pages before the last computed token's are freed at e
 """Which manager frees a Mamba state group's pages while decoding (vLLM 0.27–0.33, module doc)."""
 
 
-def _state_words(layout: KVLayout) -> str:
+def _state_words(layout: KVLayout, brief: bool = False) -> str:
     """ "each Mamba state group holds ≤ 2 pages …": what a state group counted at more than a page keeps while
-    decoding; "" without one."""
+    decoding, the pages at each point of a step unless ``brief``; "" without one."""
     if not any(g.kind == "state" and (g.state_pages > 1 or g.state_page_per_block) for g in layout.groups):
         return ""
-    return ("each Mamba state group holds ≤ 2 pages: 1 between steps, 2 while a step crosses a block boundary, 1 for "
-            "a request within one block")
+    return "each Mamba state group holds ≤ 2 pages" + ("" if brief else (
+        ": 1 between steps, 2 while a step crosses a block boundary, 1 for a request within one block"))
 
 
 def _windowed_words(layout: KVLayout) -> str:
@@ -140,10 +140,10 @@ def _windowed_words(layout: KVLayout) -> str:
     return "; ".join(said)
 
 
-def window_words(layout: KVLayout) -> str:
+def window_words(layout: KVLayout, brief: bool = False) -> str:
     """What the groups that free blocks keep while decoding, in words: the windowed layers' window or chunk, the Mamba
-    state groups' pages."""
-    return "; ".join(w for w in (_windowed_words(layout), _state_words(layout)) if w)
+    state groups' pages (their bound alone where ``brief``: the short plan)."""
+    return "; ".join(w for w in (_windowed_words(layout), _state_words(layout, brief)) if w)
 
 
 def manager_words(layout: KVLayout) -> tuple[str, str]:

@@ -17,7 +17,7 @@ from kvledger.accounting.vllm_kv_auto import KV_AUTO_NOTE
 from kvledger.accounting.vllm_releases import release_lines
 from kvledger.catalog.family_base import WARNING_NOTE
 from kvledger.catalog.hfread import CLASS_DEFAULTS_NOTE
-from kvledger.report.plan_verdict import decode_capped, decode_clause
+from kvledger.report.plan_verdict import decode_capped, decode_clause, decode_folded
 from kvledger.units import GiB, KiB, fmt_low
 
 __all__ = ["summary_lines", "attention_by_context_text", "limit_names", "warning_lines",
@@ -58,7 +58,7 @@ def summary_lines(p: Plan, *, verbose: bool = True) -> list[str]:
     avail = (f"available KV {m.available_kv_bytes / GiB:,.2f} GiB{rtxt}" if m.available_kv_bytes > 0 else
              f"no memory left for the KV cache (short by {-m.available_kv_bytes / GiB:,.2f} GiB{rtxt})")
     if rng and rng[0] <= 0 < m.available_kv_bytes:
-        avail += " — the low end does not start: the engine may refuse"
+        avail += " — the low end does not start: the engine may refuse" if verbose else " — the low end may not start"
     if m.stages and (verbose or m.kv_free):  # no blocks to compare: said in the short plan too
         bind = next(st for st in m.stages if st["binds"])
         where = (f"PP{bind['rank']} (layers {bind['layers'][0]}–{bind['layers'][1]}"
@@ -89,17 +89,19 @@ def summary_lines(p: Plan, *, verbose: bool = True) -> list[str]:
                    f"at every context up to max_model_len {m.max_model_len:,} (no KV cache to fill; "
                    "the engine prints no maximum concurrency)")
     elif m.fits:
-        rows = "; ".join(_concurrency_cell(r) if r.within_max_model_len else
+        folded = not verbose and decode_folded(p)  # short: the ≈ figures in one list, after the rows
+        rows = "; ".join(_concurrency_cell(r, not folded) if r.within_max_model_len else
                          f"{r.context_tokens:,} tokens: above max_model_len, rejected" for r in p.concurrency)
         cap = [r for r in p.concurrency if r.within_max_model_len and r.max_requests > r.running_cap]
         capped = ""
         if cap and (verbose or not decode_capped(p)):  # short: the decode clause says max_num_seqs "still caps"
             where = ("at every context" if len(cap) == len(p.concurrency) else
                      f"at contexts up to {cap[-1].context_tokens:,} tokens")
-            capped = (f" — what the KV holds; the engine runs at most max_num_seqs = {cap[0].running_cap:,} at once, "
-                      f"the limit {where}")
+            cap_name = f"{limit_names(m.engine)[1]} = {cap[0].running_cap:,}"  # SGLang's max_running_requests
+            capped = (f" — what the KV holds; the engine runs at most {cap_name} at once, the limit {where}" if verbose
+                      else f" — {cap_name} caps what runs {where.replace('at contexts up to', 'up to')}")
         out.append(f"concurrency ({_per(p)}): {rows}{capped}{decode_clause(p, verbose)}")
-    return out + _dp_lines(p, verbose) + ([_roofline_line(p.roofline)] if p.roofline is not None else [])
+    return out + _dp_lines(p, verbose) + ([_roofline_line(p.roofline, verbose)] if p.roofline is not None else [])
 
 
 def _at_len(p: Plan) -> str:
@@ -170,15 +172,21 @@ def _kv_lines(p: Plan) -> list[str]:
 
 def _budget(m: MemoryPlan, verbose: bool = True) -> str:
     """How the engine's budget is formed: the device total × its fraction less the terms (TensorRT-LLM: the fraction of
-    the memory free after its dry run); SGLang's device total and what it held before the load with ``verbose``."""
-    terms = ", ".join(d.name for d in m.deductions if d.bytes)
+    the memory free after its dry run); SGLang's device total and what it held before the load, and the names of its
+    terms past the weights, the reserve and a Mamba state pool, with ``verbose`` (the short plan counts them)."""
+    names = [d.name for d in m.deductions if d.bytes]
+    small = [n for n in names if n != "weights" and not n.startswith(("reserve", "Mamba"))]
+    if m.engine == "sglang" and not verbose and len(small) > 1:  # short: its fixed overheads counted
+        names = [n for n in names if n not in small]
+        names.insert(int(names[:1] == ["weights"]), f"{len(small)} other terms")
+    terms = ", ".join(names)
     if m.engine == "sglang":  # profile_max_num_token: free before load − weights … − (1 − f) × free before load
         held = m.gpu_total_bytes - m.requested_bytes
         total = (f" (device total {m.gpu_total_bytes / GiB:,.2f} − {held / GiB:,.2f} GiB held before it)" if verbose
                  else "")
+        terms = terms.replace("(1 − mem_fraction_static)", f"(1 − mem_fraction_static {m.fraction:g})")
         return (f"{m.engine} {m.engine_version}: free before the weights load {m.requested_bytes / GiB:,.2f} GiB"
-                f"{total} less "
-                + terms.replace("(1 − mem_fraction_static)", f"(1 − mem_fraction_static {m.fraction:g})"))
+                f"{total} less " + (terms if verbose else terms.replace(" × free before load", " of it", 1)))
     budget = (f"{m.engine} {m.engine_version}: device total {m.gpu_total_bytes / GiB:,.2f} GiB "
               f"× {m.fraction_name} {m.fraction:g} less {terms}")
     if m.fraction_name == "free_gpu_memory_fraction":  # TensorRT-LLM applies it to the free memory, after the dry run
@@ -189,15 +197,28 @@ def _budget(m: MemoryPlan, verbose: bool = True) -> str:
     return budget
 
 
-def _roofline_line(r: RooflineReport) -> str:
-    """The roofline's limits: ridge, the weight matmuls' crossover, decode attention's intensity by context."""
-    return (f"roofline: ridge {r.ridge_flops_per_byte:,.1f} FLOP/B; weight matmuls compute-bound above "
-            f"{r.weight_matmul_crossover_tokens:,.0f} tokens per step"
-            + (f"; decode attention {r.decode_attention_intensity:,.1f} FLOP/B"
-               + (f" at {max(r.decode_attention_by_context):,} tokens of context ({attention_by_context_text(r)}"
-                  + (f": {r.decode_attention_varies_because})" if r.decode_attention_varies_because else ")")
-                  if r.decode_attention_varies() else "")
-               + ", bandwidth-bound at any batch" if r.decode_attention_intensity else ""))
+def _roofline_line(r: RooflineReport, verbose: bool = True) -> str:
+    """The roofline's limits: ridge, the weight matmuls' crossover, decode attention's intensity by context (the short
+    plan: one list of contexts and one of FLOP/B; why it varies with ``verbose``)."""
+    head = (f"roofline: ridge {r.ridge_flops_per_byte:,.1f} FLOP/B; weight matmuls compute-bound above "
+            f"{r.weight_matmul_crossover_tokens:,.0f} tokens per step")
+    if not r.decode_attention_intensity:
+        return head
+    if not r.decode_attention_varies():
+        return head + f"; decode attention {r.decode_attention_intensity:,.1f} FLOP/B, bandwidth-bound at any batch"
+    if not verbose:
+        by = sorted(r.decode_attention_by_context.items())
+        return (head + f"; decode attention FLOP/B at {'/'.join(_k(c) for c, _ in by)} tokens: "
+                f"{'/'.join(f'{v:,.1f}' for _, v in by)}, bandwidth-bound at any batch")
+    why = f": {r.decode_attention_varies_because}" if r.decode_attention_varies_because else ""
+    return (head + f"; decode attention {r.decode_attention_intensity:,.1f} FLOP/B at "
+            f"{max(r.decode_attention_by_context):,} tokens of context ({attention_by_context_text(r)}{why}), "
+            "bandwidth-bound at any batch")
+
+
+def _k(tokens: int) -> str:
+    """ "128K" for 131,072 tokens (a multiple of 1,024), else the count with its commas."""
+    return f"{tokens // 1024:,}K" if tokens % 1024 == 0 else f"{tokens:,}"
 
 
 def _ranged(low: float, high: float) -> str:
@@ -206,13 +227,13 @@ def _ranged(low: float, high: float) -> str:
     return f" {r}" if r else ""
 
 
-def _concurrency_cell(r: ConcurrencyRow) -> str:
+def _concurrency_cell(r: ConcurrencyRow, decoding: bool = True) -> str:
     """ "2,048 tokens: 7 requests (7.57x, range 3.40–9.10x)": the whole requests and the engine's × at the plan's point,
     and where the plan's block range moves the ×, its ends — one form whether or not the whole requests move with them
     (the fits line says how few whole requests the low end holds at each context asked: ``advice``)."""
     point = f"{r.context_tokens:,} tokens: {r.max_requests:,} request{'' if r.max_requests == 1 else 's'}"
     rng = r.max_concurrency_range
-    dec = "" if r.decode_requests is None else f", ≈{r.decode_requests:,} while decoding"
+    dec = "" if r.decode_requests is None or not decoding else f", ≈{r.decode_requests:,} while decoding"
     if not rng or not range_text(*rng, scale=1, fmt=",.2f"):
         return f"{point} ({r.max_concurrency:,.2f}x){dec}"
     return f"{point} ({r.max_concurrency:,.2f}x, range {fmt_low(rng[0])}–{rng[1]:,.2f}x){dec}"  # low end rounded down
