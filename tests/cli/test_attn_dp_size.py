@@ -63,7 +63,8 @@ def test_plan_refuses_what_sglang_refuses(args, said):
 def test_a_release_with_the_flag_but_older_rules_is_refused_by_the_rules_not_the_flag():
     # 0.5.22 takes --attn-dp-size; DP attention's reserve and weight split were read in 0.5.23 only
     err = refused(*PLAN, "--attn-dp-size", "8", "--engine-version", "0.5.22")
-    assert err.startswith("DP attention (--attn-dp-size) is planned by SGLang 0.5.23's rules")
+    assert err.startswith("DP attention (--attn-dp-size, or --enable-dp-attention --dp-size) is planned by SGLang "
+                          "0.5.23's rules")
 
 
 def test_spelling_by_release():

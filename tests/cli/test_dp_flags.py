@@ -29,16 +29,20 @@ def console(monkeypatch, capsys, *args) -> tuple[int, str]:
 
 
 def test_plan_takes_sglang_dp_attention_and_prints_per_rank_and_total():
-    r = run("plan", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--engine", "sglang", "--tp", "8",
-            "--enable-dp-attention", "--dp-size", "8")
+    r_args = ("plan", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--engine", "sglang", "--tp", "8",
+              "--enable-dp-attention", "--dp-size", "8")
+    r = run(*r_args)
     assert r.exit_code == 0, r.output
     assert "concurrency (per DP rank)" in r.stdout
     # 221,051 tokens per rank (test_dp_attention.py: mem_fraction_static 0.758 with the prefill graphs' 1.5 GiB)
-    assert "KV 8 × 221,051 = 1,768,408 tokens in all" in r.stdout
-    assert "32,768 tokens: 8 × 6 = 48 requests" in r.stdout
-    # the note names the flag SGLang 0.5.23 takes (--attn-dp-size, from 0.5.22) and the deprecated one given
-    assert ("note: --attn-dp-size 8 (SGLang 0.5.23 rules; --enable-dp-attention --dp-size 8 is its deprecated "
-            "spelling)") in " ".join(r.stdout.split())
+    text = " ".join(r.stdout.split())
+    assert "KV 8 × 221,051 = 1,768,408 tokens in all" in text
+    # the short plan lists the ranks' totals (8 × 107 / 26 / 6 / 1 / 1 per rank); --verbose each product
+    assert "requests held at once in all: 856 / 208 / 48 / 8 / 8 at 2,048 / 8,192 / 32,768 / 131,072 / 163,840" in text
+    assert "32,768 tokens: 8 × 6 = 48 requests" in " ".join(run(*r_args, "--verbose").stdout.split())
+    # the DP line names the flag SGLang 0.5.23 takes (--attn-dp-size, from 0.5.22) and the deprecated one given
+    assert ("data parallel --attn-dp-size 8 (SGLang 0.5.23 rules; --enable-dp-attention --dp-size 8 is its "
+            "deprecated spelling)") in text
     # the verdict counts one rank's pool and says so, with the ranks' total: 221,051 tokens per rank hold 1 request of
     # max_model_len 163,840 (1.35x), so 8 ranks hold 8 × 1 = 8
     assert ("fits (per DP rank: each of the 8 ranks has its own pool, 8 × 1 = 8 163,840-token requests in all): 1 "

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from cli_run import MODEL, cli_json, refused, run_cli
 
-GPT_OSS_120B = "/work/shared/data/models/openai--gpt-oss-120b.json"
+GPT_OSS_120B = "src/kvledger/catalog/data/models/openai--gpt-oss-120b.json"  # the bundled config, by its path
 
 
 def _short(*args: str) -> tuple[list[str], str]:

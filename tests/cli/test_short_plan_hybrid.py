@@ -11,10 +11,10 @@ import re
 import pytest
 from cli_run import run_cli
 
-MODELS = "/work/shared/data/models/"
-QWEN3_NEXT = MODELS + "Qwen--Qwen3-Next-80B-A3B-Thinking.json"
-JAMBA = MODELS + "ai21labs--Jamba-v0.1.json"
-KIMI_K2 = MODELS + "moonshotai--Kimi-K2-Instruct.json"
+# the bundled configs by their Hub ids (a config file's path lengthens the title by its own length)
+QWEN3_NEXT = "Qwen/Qwen3-Next-80B-A3B-Thinking"
+JAMBA = "ai21labs/Jamba-v0.1"
+KIMI_K2 = "moonshotai/Kimi-K2-Instruct"
 
 # (model, engine, TP, GPU): the lines each took before, at 80 columns
 OVER = [(QWEN3_NEXT, "vllm", 8, "H100"),  # 31
@@ -73,3 +73,14 @@ def test_kimi_k2_sglang_short_budget_and_lower_length():
     assert ("less weights, RoPE cos/sin buffer, allocator segment tails, weight-load overhead, reserve (1 − "
             "mem_fraction_static 0.886) × free before load") in full
     assert "— the low end does not start: the engine may refuse" in full
+
+
+def test_sglang_dp_attention_short_plan_within_26_lines():
+    # DP attention's line folds the ranks' totals into one list and the rule to its head (34 lines before): the
+    # per-rank rows stay, and 2 × 798 = 1,596 requests of 2,048 tokens lead the totals (the product under --verbose)
+    lines, flat = _plan("deepseek-ai/DeepSeek-V2-Lite", "sglang", 2, "H100", "--attn-dp-size", "2")
+    assert len(lines) <= 26 and max(len(line) for line in lines) <= 80, "\n".join(lines)
+    assert "each its own scheduler and KV pool (figures per GPU are one rank's)" in flat
+    totals = re.search(r"requests held at once in all: ([\d,]+) / ", flat)
+    per_rank = re.search(r"2,048 tokens: ([\d,]+) requests", flat)
+    assert totals and per_rank and int(totals[1].replace(",", "")) == 2 * int(per_rank[1].replace(",", ""))

@@ -48,5 +48,6 @@ def _on_ranks(p: Plan, o: Option) -> Option:
     dp = dp_size(s)
     how = (f"TP {s.tp}, {dp} DP ranks of attention TP {attention_tp(s)}" if s.engine == "sglang"
            else f"{dp} DP ranks × TP {s.tp}")
-    return replace(o, detail=f"{o.detail}; {dp_gpus(s)} GPUs ({how}), the figures one rank's: {dp} × "
-                             f"{o.max_requests:,} = {dp * o.max_requests:,} requests in all")
+    ranks = (f"{dp_gpus(s)} GPUs ({how}), the figures one rank's: {dp} × {o.max_requests:,} = "
+             f"{dp * o.max_requests:,} requests in all")
+    return replace(o, detail=f"{o.detail}; {ranks}", ranks=ranks)

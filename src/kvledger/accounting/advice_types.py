@@ -16,7 +16,7 @@ class Option:
     """One fix and its effect: the engine's concurrency figure and whole requests of ``context_tokens`` (the
     max_model_len it leaves)."""
 
-    __json_optional__ = ("decode_requests",)
+    __json_optional__ = ("decode_requests", "ranks")
     action: str
     max_concurrency: float
     max_requests: int
@@ -25,6 +25,9 @@ class Option:
     decode_requests: int | None = None
     """With windowed layers: the whole max_model_len requests that run at once while decoding (the figure a low
     concurrency is judged by), else None."""
+    ranks: str | None = None
+    """Under data parallelism: the GPUs the fix's deployment takes and its requests over the DP ranks (also the end of
+    ``detail``), else None."""
 
 
 @dataclass(frozen=True)

@@ -109,8 +109,9 @@ def _check_sglang(model: ModelSpec, s: PlanSettings, dp: int, ver: tuple[int, ..
         raise InputError(f"--dp-size {dp} does not divide --tp {s.tp}: SGLang asserts tp_size % dp_size == 0 under DP "
                          "attention (arg_groups/parallel_hook.py); use a dp size that divides the TP size")
     if ver is not None and ver < SGLANG_DP_VERSION:
-        raise InputError("DP attention (--attn-dp-size) is planned by SGLang 0.5.23's rules (its reserve and weight "
-                         "split, read in that release); older releases' are not modelled: leave --engine-version out")
+        raise InputError("DP attention (--attn-dp-size, or --enable-dp-attention --dp-size) is planned by SGLang "
+                         "0.5.23's rules (its reserve and weight split, read in that release); older releases' are "
+                         "not modelled: leave --engine-version out")
     if not SGLANG_DP_ATTENTION_ARCHS.intersection(model.architectures):
         arch = model.architectures[0] if model.architectures else model.model_type
         raise InputError(f"--enable-dp-attention: SGLang 0.5.23's model file for {arch} splits attention over the "

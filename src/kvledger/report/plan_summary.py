@@ -128,13 +128,20 @@ def _dp_lines(p: Plan, verbose: bool = True) -> list[str]:
         if note and _dp_flag_ignored(p):  # one note, not two: the flag SGLang ignored, then what --dp-size would hold
             note = f"SGLang ignores --enable-dp-attention (deprecated) without --dp-size; {note}"
         return [f"note: {note}"] if note else []
+    budget = [f"note: {n}" for n in p.memory.notes if n.startswith(DP_BUDGET_NOTE)]
+    rule = next((n for n in p.memory.notes if n.startswith(d.flags)), d.rule)
+    kv = f"KV {d.ranks} × {d.kv_tokens_per_rank:,} = {d.kv_tokens_total:,} tokens in all"
+    if not verbose:  # the rule's head and the totals in one line; the rule's details and each product: --verbose
+        totals = (" / ".join(f"{r.total:,}" for r in d.requests) + " at "
+                  + " / ".join(f"{r.context_tokens:,}" for r in d.requests) + " tokens") if d.requests else "—"
+        return [f"data parallel {rule.split(': ', 1)[0]}: {d.ranks} DP ranks on {d.gpus} GPUs, attention TP "
+                f"{d.attention_tp}, each its own scheduler and KV pool (figures per GPU are one rank's); {kv}; "
+                f"requests held at once in all: {totals}", *budget]
     reqs = "; ".join(f"{r.context_tokens:,} tokens: {d.ranks} × {r.per_rank:,} = {r.total:,} requests"
                      for r in d.requests)
-    rule = next((n for n in p.memory.notes if n.startswith(d.flags)), d.rule)
-    return [f"data parallel ({d.flags}): {d.ranks} DP ranks on {d.gpus} GPUs, attention TP {d.attention_tp}; KV "
-            f"{d.ranks} × {d.kv_tokens_per_rank:,} = {d.kv_tokens_total:,} tokens in all (each rank its own pool; a "
-            f"request is routed to one rank); requests held at once in all (KV and max_num_seqs): {reqs}",
-            f"note: {rule}", *(f"note: {n}" for n in p.memory.notes if n.startswith(DP_BUDGET_NOTE))]
+    return [f"data parallel ({d.flags}): {d.ranks} DP ranks on {d.gpus} GPUs, attention TP {d.attention_tp}; {kv} "
+            f"(each rank its own pool; a request is routed to one rank); requests held at once in all (KV and "
+            f"max_num_seqs): {reqs}", f"note: {rule}", *budget]
 
 
 def _dp_flag_ignored(p: Plan) -> bool:

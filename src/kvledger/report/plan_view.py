@@ -278,8 +278,7 @@ def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
 
 def _verdict(p: Plan, console: Console, *, verbose: bool = True) -> None:
     """The verdict and its fixes, each with why it works where ``verbose`` (the short plan: the fix and its figure,
-    but under DP the detail too: it says the figure is one rank's, ``advice_dp``)."""
-    verbose = verbose or getattr(p, "data_parallel", None) is not None
+    and under DP the GPUs it takes and its requests over the ranks, ``advice_dp``)."""
     if p.advice:
         color = ("green" if p.fits or p.memory.kv_free else "yellow") if p.advice.verdict == "fits" else "red"
         color = "yellow" if p.advice.verdict == "served_at_lower_len" else color  # TRT-LLM, SGLang: a lower length
@@ -290,7 +289,8 @@ def _verdict(p: Plan, console: Console, *, verbose: bool = True) -> None:
             said = (f"{reqs} ({o.max_concurrency:,.2f}x)" if o.decode_requests is None else
                     f"≈{o.decode_requests:,} at once while decoding ({reqs} at vLLM's start-up check, "
                     f"{o.max_concurrency:,.2f}x)")
-            console.print(f"  → {o.action}: {said}" + (f"; {o.detail}" if verbose else ""))
+            more = o.detail if verbose else o.ranks  # the figure is one rank's: said even in the short plan
+            console.print(f"  → {o.action}: {said}" + (f"; {more}" if more else ""))
         if p.advice.verdict == "weights_do_not_fit":
             fix = ("re-run with a fix above" if p.advice.options else "no single change tried (a higher TP, FP8 KV, a "
                    "higher --gpu-memory-utilization, a GPU with more memory) makes it fit")
