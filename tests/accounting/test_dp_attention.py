@@ -59,18 +59,21 @@ def test_sglang_dp_attention_reserve_pool_and_limits(sglang_pair):
     # 512 > 300) = 34,816 MiB
     assert tp8.memory.fraction == round((H200_MIB - 16_384) / H200_MIB, 3) == 0.886
     assert dp8.memory.fraction == round((H200_MIB - 34_816) / H200_MIB, 3) == 0.758
-    # page size 1: tokens = floor(available / 70,272 B), one pool per GPU = per DP rank
+    # page size 1: tokens = floor(available / 70,272 B), one pool per GPU = per DP rank. Both hold MLA's w_kc/w_vc
+    # copies in bfloat16 (sglang_mla_copies.py): heads on the rank × 256 × 512 × 2 B × 61 layers, 16 heads at TP 8
+    # (255,852,544 B = 3,641 tokens: 643,295 without them), all 128 under DP attention (2,046,820,352 B = 29,127
+    # tokens: 221,051 without them)
     assert dp8.memory.num_gpu_blocks == dp8.memory.available_kv_bytes // KV_PER_TOKEN
-    assert tp8.memory.num_gpu_blocks == tp8.memory.available_kv_bytes // KV_PER_TOKEN == 643_295
+    assert tp8.memory.num_gpu_blocks == tp8.memory.available_kv_bytes // KV_PER_TOKEN == 639_654
     d = dp8.data_parallel
     assert (d.ranks, d.gpus, d.attention_tp) == (8, 8, 1)
-    assert d.kv_tokens_per_rank == dp8.memory.num_gpu_blocks == 221_051
-    assert d.kv_tokens_total == 8 * 221_051  # 1,768,408 tokens on the node: 2.75× the TP-8 replica's 643,295
+    assert d.kv_tokens_per_rank == dp8.memory.num_gpu_blocks == 191_924
+    assert d.kv_tokens_total == 8 * 191_924  # 1,535,392 tokens on the node: 2.40× the TP-8 replica's 639,654
     # the prefill chunk 8,192 ÷ 8 per rank; max_running_requests per rank min(max(int(T / 163,840 × 512), 2,048),
     # 4,096) = 2,048
     assert dp8.memory.max_num_batched_tokens == 1_024 and dp8.memory.max_num_seqs == 2_048
     at32k = next(r for r in d.requests if r.context_tokens == 32_768)
-    assert at32k.per_rank == 221_051 // 32_768 == 6 and at32k.total == 48
+    assert at32k.per_rank == 191_924 // 32_768 == 5 and at32k.total == 40
     assert dp8.roofline is None and tp8.roofline is not None
     assert tp8.data_parallel is None
 
@@ -78,8 +81,8 @@ def test_sglang_dp_attention_reserve_pool_and_limits(sglang_pair):
 def test_mla_at_tp8_names_dp_attention_with_its_computed_figure(sglang_pair):
     tp8, _ = sglang_pair
     assert "--attn-dp-size 8" in tp8.dp_remedy  # SGLang 0.5.23's spelling (0.5.22 on)
-    assert "8 × 221,051 = 1,768,408 KV tokens" in tp8.dp_remedy and "643,295" in tp8.dp_remedy
-    assert "2.75×" in tp8.dp_remedy
+    assert "8 × 191,924 = 1,535,392 KV tokens" in tp8.dp_remedy and "639,654" in tp8.dp_remedy
+    assert "2.40×" in tp8.dp_remedy
 
 
 def test_sglang_given_max_running_requests_is_divided_per_rank():
@@ -169,12 +172,12 @@ def test_the_simulator_line_says_which_dp_the_simulator_steps(sglang_pair):
     # must not say "the simulator does not" (it did); SGLang's DP attention simulate steps too, at --ep-size = --tp
     # (analyses/serving/sim_sglang_dp.py refuses EP 1).
     # Figures: vLLM TP 8 holds 40,354 blocks × 16 = 645,664 tokens; DP 8 8 × 25,387 × 16 = 3,249,536 (5.03×);
-    # SGLang TP 8 643,295 slots against 8 × 221,051 = 1,768,408 (2.75×) — the plans above and in the goldens.
+    # SGLang TP 8 639,654 slots against 8 × 191,924 = 1,535,392 (2.40×) — the plans above.
     from kvledger.accounting.dp_node import dp_hint
 
     vllm = dp_hint(_plan(tp=8), build_plan)
     assert "(3,249,536 against 645,664, vLLM 0.33.0 rules; `kvledger simulate` with those flags simulates its DP " \
            "ranks in lock-step)" in vllm and "5.03×" in vllm and "simulator does not" not in vllm
     sgl = dp_hint(sglang_pair[0], build_plan)
-    assert sgl.endswith("(1,768,408 against 643,295, SGLang 0.5.23 rules; `kvledger simulate` with those flags and "
-                        "--ep-size 8 simulates its DP ranks in lock-step)") and "2.75×" in sgl
+    assert sgl.endswith("(1,535,392 against 639,654, SGLang 0.5.23 rules; `kvledger simulate` with those flags and "
+                        "--ep-size 8 simulates its DP ranks in lock-step)") and "2.40×" in sgl

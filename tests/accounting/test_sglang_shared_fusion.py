@@ -8,6 +8,7 @@ from kvledger.accounting import notes as N
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import make_settings
 from kvledger.accounting.sglang_load import sglang_rank_tensors
+from kvledger.accounting.sglang_mla_copies import SGLANG_MLA_COPIES
 from kvledger.accounting.sglang_rules import parse_sglang_version
 from kvledger.accounting.sglang_shared_fusion import (
     SGLANG_SHARED_COPIES,
@@ -49,24 +50,27 @@ def test_fused_layout_drops_the_shared_mlp_tensors():
 def test_llm_ie_r1_tp8_h200_load_and_pool():
     # Both logs print "Shared experts fusion optimization is enabled", fused-MoE configs for E=264 (256 + 8), and
     # on every rank "Load weight end. ... mem usage=81.64 GB" (GiB). Computed: weights 79.293 + RoPE 0.039 + segment
-    # tails 0.119 + copies 2.082 + the measured load overhead 0.065 = 81.598 GiB (79.516 without the copies, the
-    # 2.1 GiB the pool was planned too large by).
+    # tails 0.119 + copies 2.082 + MLA w_kc/w_vc copies 0.119 (FP8 in 0.4.5.post3: sglang_mla_copies.py) + the
+    # measured load overhead 0.065 = 81.717 GiB, +0.09 % (81.598 without the MLA copies; 79.516 without the shared
+    # copies, the 2.1 GiB the pool was planned too large by).
     mem = _memory("0.4.5.post3")
     items = {i.name: i for i in mem.deductions}
     load = [items[k] for k in ("weights", N.SGLANG_ROPE_BUFFER, N.SGLANG_SEGMENT_TAILS, SGLANG_SHARED_COPIES,
-                               N.SGLANG_LOAD_EXTRA)]
-    assert abs(sum(i.bytes for i in load) / GiB - 81.64) < 0.05
+                               SGLANG_MLA_COPIES, N.SGLANG_LOAD_EXTRA)]
+    assert abs(sum(i.bytes for i in load) / GiB - 81.717) < 0.001
     assert sum(i.low_bytes for i in load) / GiB <= 81.64 <= sum(i.high_bytes for i in load) / GiB
     # 0.4.5.post3 (mem_fraction_static 0.9074083, "KV Cache is allocated. #tokens: 654280"): SGLang's
     # profile_max_num_token on the printed figures, (55.60 − 137.24 × (1 − 0.9074083)) GiB / 70,272 B = 655,355
-    # tokens; the plan (free before load 137.29 GiB, load 81.598) gives 656,750, +0.38 % (688,205, +5.2 %, before).
-    assert mem.pool_tokens == 656_750
+    # tokens; the plan (free before load 137.29 GiB, load 81.717) gives 654,929, +0.10 % (656,750, +0.38 %, without
+    # the MLA copies: 127,926,272 B / 70,272 B = 1,820.4 tokens fewer; 688,205, +5.2 %, without the shared copies).
+    assert mem.pool_tokens == 654_929
     lo, hi = mem.ranges["pool_tokens"]
     assert lo <= 654_280 <= hi
     # 0.4.5.post2 (mem_fraction_static 0.81, max_total_num_tokens=448804): (55.60 − 137.24 × 0.19) GiB / 70,272 B
-    # = 451,117 on the printed figures; the plan 452,407, +0.80 % (483,862, +7.8 %, before).
+    # = 451,117 on the printed figures; the plan 450,587, +0.40 % (452,407, +0.80 %, without the MLA copies; 483,862,
+    # +7.8 %, without the shared copies).
     old = _memory("0.4.5.post2")
-    assert old.fraction == 0.81 and old.pool_tokens == 452_407
+    assert old.fraction == 0.81 and old.pool_tokens == 450_587
     lo, hi = old.ranges["pool_tokens"]
     assert lo <= 448_804 <= hi
 

@@ -18,8 +18,8 @@ SG_FLAGS = ("--gpu", "H200", "--engine", "sglang", "--tp", "8", "--ep-size", "8"
 
 def test_simulate_runs_the_dp_attention_ranks_as_the_command():
     d = kvledger.simulate(DSV3, "H200", cache=False, **SG).to_dict()
-    # the plan's pool per DP rank, 221,051 tokens (tests/cli/test_sglang_dp_simulate.py); round robin, 32 / 8 = 4 each
-    assert d["data_parallel"]["kv_tokens_per_rank"] == 221_051 and d["data_parallel"]["gpus"] == 8
+    # the plan's pool per DP rank, 191,924 tokens (tests/cli/test_sglang_dp_simulate.py); round robin, 32 / 8 = 4 each
+    assert d["data_parallel"]["kv_tokens_per_rank"] == 191_924 and d["data_parallel"]["gpus"] == 8
     assert d["data_parallel"]["requests_routed_per_rank"] == [4] * 8
     assert plain(d) == cli_json("simulate", DSV3, *SG_FLAGS)
 

@@ -34,16 +34,16 @@ def test_plan_takes_sglang_dp_attention_and_prints_per_rank_and_total():
     r = run(*r_args)
     assert r.exit_code == 0, r.output
     assert "concurrency (per DP rank)" in r.stdout
-    # 221,051 tokens per rank (test_dp_attention.py: mem_fraction_static 0.758 with the prefill graphs' 1.5 GiB)
+    # 191,924 tokens per rank (test_dp_attention.py: mem_fraction_static 0.758 with the prefill graphs' 1.5 GiB)
     text = " ".join(r.stdout.split())
-    assert "KV 8 × 221,051 = 1,768,408 tokens in all" in text
+    assert "KV 8 × 191,924 = 1,535,392 tokens in all" in text
     # the short plan lists the ranks' totals (8 × 107 / 26 / 6 / 1 / 1 per rank); --verbose each product
     assert "requests held at once in all: 856 / 208 / 48 / 8 / 8 at 2,048 / 8,192 / 32,768 / 131,072 / 163,840" in text
-    assert "32,768 tokens: 8 × 6 = 48 requests" in " ".join(run(*r_args, "--verbose").stdout.split())
+    assert "32,768 tokens: 8 × 5 = 40 requests" in " ".join(run(*r_args, "--verbose").stdout.split())
     # the DP line names the flag SGLang 0.5.23 takes (--attn-dp-size, from 0.5.22) and the deprecated one given
     assert ("data parallel --attn-dp-size 8 (SGLang 0.5.23 rules; --enable-dp-attention --dp-size 8 is its "
             "deprecated spelling)") in text
-    # the verdict counts one rank's pool and says so, with the ranks' total: 221,051 tokens per rank hold 1 request of
+    # the verdict counts one rank's pool and says so, with the ranks' total: 191,924 tokens per rank hold 1 request of
     # max_model_len 163,840 (1.35x), so 8 ranks hold 8 × 1 = 8
     assert ("fits (per DP rank: each of the 8 ranks has its own pool, 8 × 1 = 8 163,840-token requests in all): 1 "
             "concurrent 163,840-token request") in " ".join(r.stdout.split())
@@ -60,14 +60,14 @@ def test_plan_json_carries_the_dp_section_only_with_dp():
 
 
 def test_plan_mla_at_tp8_names_dp_attention():
-    # SGLang 0.5.23, DeepSeek-V3 at TP 8 on H200: 643,295 KV tokens, each GPU a copy of the latent head; DP attention
-    # 8 × 221,051 = 1,768,408 on the same GPUs, ÷ 643,295 = 2.75×: the short plan's note gives the facts in one note,
+    # SGLang 0.5.23, DeepSeek-V3 at TP 8 on H200: 639,654 KV tokens, each GPU a copy of the latent head; DP attention
+    # 8 × 191,924 = 1,535,392 on the same GPUs, ÷ 639,654 = 2.40×: the short plan's note gives the facts in one note,
     # --verbose the whole of it
     args = ("plan", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--engine", "sglang", "--tp", "8")
     short, full = " ".join(run(*args).stdout.split()), " ".join(run(*args, "--verbose").stdout.split())
-    assert ("note: MLA's latent KV is copied on all 8 TP ranks: --attn-dp-size 8 holds 2.75× the KV "
-            "tokens on these GPUs (8 × 221,051 against 643,295, SGLang 0.5.23 rules)") in short
-    assert "note: MLA keeps one latent KV head" in full and "8 × 221,051 = 1,768,408 KV tokens on the same 8" in full
+    assert ("note: MLA's latent KV is copied on all 8 TP ranks: --attn-dp-size 8 holds 2.40× the KV "
+            "tokens on these GPUs (8 × 191,924 against 639,654, SGLang 0.5.23 rules)") in short
+    assert "note: MLA keeps one latent KV head" in full and "8 × 191,924 = 1,535,392 KV tokens on the same 8" in full
 
 
 @pytest.mark.parametrize("args", [("--tp", "8", "--enable-dp-attention", "--dp-size", "3"),

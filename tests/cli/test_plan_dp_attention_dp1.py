@@ -16,16 +16,16 @@ ARGS = ("plan", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--engine", "sglang"
 def test_dp_attention_without_a_dp_size_is_planned_as_sglang_runs_it_and_said():
     # SGLang 0.5.23 arg_groups/parallel_hook.py _handle_deprecated_dp_attention: --enable-dp-attention moves dp_size
     # (1) into attn_dp_size and sets the flag off; attn_dp_enabled_of is then false, so the memory reserve's DP terms
-    # are skipped too: the pool is the plain TP 8 plan's, 643,295 tokens (tests/accounting/test_dp_attention.py's TP 8
-    # figure), not DP attention's 8 × 221,051
+    # are skipped too: the pool is the plain TP 8 plan's, 639,654 tokens (tests/accounting/test_dp_attention.py's TP 8
+    # figure), not DP attention's 8 × 191,924
     with_flag, without = cli_json(*ARGS, "--enable-dp-attention", "--json"), cli_json(*ARGS, "--json")
-    assert with_flag["memory"]["num_gpu_blocks"] == without["memory"]["num_gpu_blocks"] == 643_295
+    assert with_flag["memory"]["num_gpu_blocks"] == without["memory"]["num_gpu_blocks"] == 639_654
     said = [n for n in with_flag["memory"]["notes"] if n.startswith("--enable-dp-attention without --dp-size")]
     assert len(said) == 1 and "SGLang ignores it, running attention over the whole TP 8 group" in said[0]
     assert "_handle_deprecated_dp_attention" in said[0] and "releases before 0.5.23" not in said[0]
     assert not any("without --dp-size" in n for n in without["memory"]["notes"])
-    # the short output says it in the note on what DP attention would hold (an MLA model at TP 8: 8 × 221,051 =
-    # 1,768,408 KV tokens against 643,295, 2.75×), one note and not two, so the short plan stays within 26 lines at 80
+    # the short output says it in the note on what DP attention would hold (an MLA model at TP 8: 8 × 191,924 =
+    # 1,535,392 KV tokens against 639,654, 2.40×), one note and not two, so the short plan stays within 26 lines at 80
     # columns (it ran to 29 with the flag's own 2-line note and SGLang's 2-line device-total clause)
     for flags in ((), ("--enable-dp-attention",)):
         res = runner.invoke(app, [*ARGS, *flags], env={"COLUMNS": "80"})
@@ -34,8 +34,8 @@ def test_dp_attention_without_a_dp_size_is_planned_as_sglang_runs_it_and_said():
     out = " ".join(res.stdout.split())
     # the remedy in SGLang 0.5.23's spelling, --attn-dp-size 8 (from 0.5.22), the flag given said to be deprecated
     assert ("note: SGLang ignores --enable-dp-attention (deprecated) without --dp-size; MLA's latent KV is copied on "
-            "all 8 TP ranks: --attn-dp-size 8 holds 2.75× the KV tokens on these GPUs (8 × 221,051 against "
-            "643,295, SGLang 0.5.23 rules)") in out
+            "all 8 TP ranks: --attn-dp-size 8 holds 2.40× the KV tokens on these GPUs (8 × 191,924 against "
+            "639,654, SGLang 0.5.23 rules)") in out
 
 
 def test_a_model_without_the_dp_note_keeps_the_flag_s_own_line():

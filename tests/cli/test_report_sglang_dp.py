@@ -33,15 +33,18 @@ def reports(tmp_path_factory):
 def test_plan_section_is_the_dp_plan_with_each_ranks_pool(reports):
     dp, _, tp = reports
     # KV per token (MLA, per GPU, either layout): 27 layers × (512 + 64) × 2 B = 31,104 B
-    # TP 2: 22,720,119,885 B available per GPU // 31,104 = 730,456 tokens, one pool copied on both GPUs
-    # DP 2: attention weights and the input embedding whole on each GPU (attention TP 1) leave 21,981,134,187 B
-    #       // 31,104 = 706,697 tokens per rank, each rank its own pool: 2 × 706,697 = 1,413,394 in all (1.93×)
-    assert tp["plan"]["memory"]["available_kv_bytes"] // 31104 == tp["plan"]["memory"]["num_gpu_blocks"] == 730456
-    assert dp["plan"]["memory"]["available_kv_bytes"] // 31104 == dp["plan"]["memory"]["num_gpu_blocks"] == 706697
+    # TP 2: 22,663,496,781 B available per GPU // 31,104 = 728,636 tokens, one pool copied on both GPUs (22,720,119,885
+    #       before MLA's w_kc/w_vc copies: 8 heads × 256 × 512 × 2 B × 27 layers = 56,623,104 B)
+    # DP 2: attention weights and the input embedding whole on each GPU (attention TP 1), and the copies of all 16
+    #       heads (113,246,208 B), leave 21,867,887,979 B // 31,104 = 703,057 tokens per rank, each rank its own
+    #       pool: 2 × 703,057 = 1,406,114 in all (1.93×)
+    assert tp["plan"]["memory"]["available_kv_bytes"] // 31104 == tp["plan"]["memory"]["num_gpu_blocks"] == 728636
+    assert dp["plan"]["memory"]["available_kv_bytes"] // 31104 == dp["plan"]["memory"]["num_gpu_blocks"] == 703057
     lay = dp["plan"]["data_parallel"]
     assert (lay["data_parallel_size"], lay["gpus"], lay["attention_tp"]) == (2, 2, 1)  # attention TP = 2 ÷ 2
-    assert (lay["kv_tokens_per_rank"], lay["kv_tokens_total"]) == (706697, 1413394)
-    # at the workload's 8,192 + 1,024 = 9,216 tokens: 706,697 // 9,216 = 76 a rank, 152 in all; TP 2: 79
+    assert (lay["kv_tokens_per_rank"], lay["kv_tokens_total"]) == (703057, 1406114)
+    # at the workload's 8,192 + 1,024 = 9,216 tokens: 703,057 // 9,216 = 76 a rank, 152 in all; TP 2: 728,636 // 9,216
+    # = 79
     assert {r["context_tokens"]: r["total"] for r in lay["requests"]}[9216] == 152
     assert {r["context_tokens"]: r["max_requests"] for r in tp["plan"]["concurrency"]}[9216] == 79
 
@@ -71,7 +74,7 @@ def test_command_lines_and_engine_line_carry_sglangs_flags(reports):
         assert " --ep-size 2 --attn-dp-size 2 " in dp["commands"][key], key  # SGLang 0.5.23's spelling (0.5.22 on)
     line = " ".join(html.split())
     assert ("DP attention (--attn-dp-size 2): 2 DP ranks over the TP group&#x27;s 2 GPUs, attention "
-            "TP 1 = 2 ÷ 2 per rank, each its own scheduler and KV pool of 706,697 tokens (2 × 706,697 = 1,413,394 "
+            "TP 1 = 2 ÷ 2 per rank, each its own scheduler and KV pool of 703,057 tokens (2 × 703,057 = 1,406,114 "
             "tokens in all)") in line
     assert ("launched as python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V2-Lite --tp-size 2 "
             "--ep-size 2 --attn-dp-size 2;") in line

@@ -141,36 +141,36 @@ def test_default_engine_ledger_has_no_engine_key():
 def test_dp_attention_applies_sglangs_layout_to_each_candidate_at_tp_2():
     # DeepSeek-V2-Lite (MLA, 64 routed experts) on 2 L40S, as `kvledger report ... --engine sglang --tp 2 --ep-size 2
     # --enable-dp-attention --dp-size 2` plans it (tests/cli/test_report_sglang_dp.py): each rank's pool
-    # available_kv_bytes // 31,104 B per token (27 layers × (512 + 64) × 2 B) = 706,697 tokens, 2 ranks
+    # available_kv_bytes // 31,104 B per token (27 layers × (512 + 64) × 2 B) = 703,057 tokens, 2 ranks
     d = cli_json("search", "deepseek-ai/DeepSeek-V2-Lite", "--slo", "ttft=5s,tpot=200ms", "--gpus", "L40S", "--tp",
                  "2", "--engine", "sglang", "--enable-dp-attention", "--prompt-lengths", "fixed:1024",
                  "--output-lengths", "fixed:128", "--num-requests", "50", "--rate", "1")
     assert d["spec"]["enable_dp_attention"] is True
     e = _entry(d, "nvidia_l40s:tp2:kv-auto")
     p = e["plan"]
-    assert (p["enable_dp_attention"], p["dp_size"], p["ep_size"], p["num_gpu_blocks"]) == (True, 2, 2, 706697)
+    assert (p["enable_dp_attention"], p["dp_size"], p["ep_size"], p["num_gpu_blocks"]) == (True, 2, 2, 703057)
     assert e["num_gpus_per_unit"] == 2  # DP attention runs inside the TP group: no more GPUs
     launch = e["launch"]
     # SGLang 0.5.23 (the newest read) takes --attn-dp-size 2; --enable-dp-attention --dp-size 2 is deprecated there
     assert launch["sglang"].endswith("--page-size 1 --attn-dp-size 2 --ep-size 2")
     assert launch["check"].endswith("--attn-dp-size 2 --ep-size 2")
-    assert "706,697 KV tokens per DP rank (2 ranks, attention TP 1, experts at EP 2;" in launch["note"]
-    # each rank's limits: max_running_requests min(clamp(int(706,697 / 163,840 × 512) = 2,208, 2,048, 4,096),
-    # 706,697 // 2) = 2,208 and the L40S's default chunk 4,096 (< 60 GB: memory_hook.py) ÷ 2 = 2,048; the line carries
-    # the server-wide 2 × 2,208 = 4,416 and 2 × 2,048 = 4,096, which SGLang 0.5.23 divides back: max(1, 4,416 // 2)
-    # (resolve_max_num_reqs) and 4,096 // 2 (handle_data_parallelism). Before, it carried 2,208 and 2,048: 1,104 and
+    assert "703,057 KV tokens per DP rank (2 ranks, attention TP 1, experts at EP 2;" in launch["note"]
+    # each rank's limits: max_running_requests min(clamp(int(703,057 / 163,840 × 512) = 2,197, 2,048, 4,096),
+    # 703,057 // 2) = 2,197 and the L40S's default chunk 4,096 (< 60 GB: memory_hook.py) ÷ 2 = 2,048; the line carries
+    # the server-wide 2 × 2,197 = 4,394 and 2 × 2,048 = 4,096, which SGLang 0.5.23 divides back: max(1, 4,394 // 2)
+    # (resolve_max_num_reqs) and 4,096 // 2 (handle_data_parallelism). Before, it carried 2,197 and 2,048: 1,098 and
     # 1,024 per rank, half what was simulated.
-    assert (p["max_num_seqs"], p["max_num_batched_tokens"]) == (2208, 2048)
-    assert "--max-running-requests 4416 --chunked-prefill-size 4096 " in launch["sglang"]
-    assert "--max-running-requests 4416 --chunked-prefill-size 4096 " in launch["check"]
-    assert "each rank's max_running_requests 2,208 and prefill chunk 2,048, the line's ÷ 2" in launch["note"]
+    assert (p["max_num_seqs"], p["max_num_batched_tokens"]) == (2197, 2048)
+    assert "--max-running-requests 4394 --chunked-prefill-size 4096 " in launch["sglang"]
+    assert "--max-running-requests 4394 --chunked-prefill-size 4096 " in launch["check"]
+    assert "each rank's max_running_requests 2,197 and prefill chunk 2,048, the line's ÷ 2" in launch["note"]
     m = cli_json(*launch["check"].split()[1:])["memory"]
-    assert (m["num_gpu_blocks"], m["max_num_seqs"], m["max_num_batched_tokens"]) == (706697, 2208, 2048)
+    assert (m["num_gpu_blocks"], m["max_num_seqs"], m["max_num_batched_tokens"]) == (703057, 2197, 2048)
 
 
 def test_dp_attention_launch_line_divides_back_to_a_given_limit():
     # --max-running-requests 101 --chunked-prefill-size 3001 at DP 2: each rank max(1, 101 // 2) = 50 (below its
-    # 706,697 // 2 tokens) and 3,001 // 2 = 1,500, as SGLang 0.5.23 divides them (resolve_max_num_reqs,
+    # 703,057 // 2 tokens) and 3,001 // 2 = 1,500, as SGLang 0.5.23 divides them (resolve_max_num_reqs,
     # handle_data_parallelism); the line carries 2 × 50 = 100 and 2 × 1,500 = 3,000, which divide back to the same
     d = cli_json("search", "deepseek-ai/DeepSeek-V2-Lite", "--slo", "ttft=5s,tpot=200ms", "--gpus", "L40S", "--tp",
                  "2", "--engine", "sglang", "--enable-dp-attention", "--prompt-lengths", "fixed:1024",

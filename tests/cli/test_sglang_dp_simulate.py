@@ -11,9 +11,10 @@ SG = ("simulate", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--engine", "sglan
 
 
 # the plan's pool per DP rank (`kvledger plan --engine sglang --tp 8 --ep-size 8 --enable-dp-attention --dp-size 8`):
-# 221,051 tokens (test_dp_flags.py); under deepep 143,086 (DeepEP's 2,048 MiB reserve and the shared expert whole on
-# every GPU, sglang_ep.py), the plan's "KV 8 × 143,086 = 1,144,688 tokens in all"
-@pytest.mark.parametrize(("backend", "per_rank"), [((), 221_051), (("--moe-a2a-backend", "deepep"), 143_086)])
+# 191,924 tokens (test_dp_flags.py); under deepep 113,959 (DeepEP's 2,048 MiB reserve and the shared expert whole on
+# every GPU, sglang_ep.py), the plan's "KV 8 × 113,959 = 911,672 tokens in all"; both 29,127 fewer than before MLA's
+# bfloat16 w_kc/w_vc copies (128 heads × 256 × 512 × 2 B × 61 layers a rank under DP attention, sglang_mla_copies.py)
+@pytest.mark.parametrize(("backend", "per_rank"), [((), 191_924), (("--moe-a2a-backend", "deepep"), 113_959)])
 def test_dsv3_sglang_dp_attention_runs(backend, per_rank):
     d = cli_json(*SG, *backend)
     dp = d["data_parallel"]

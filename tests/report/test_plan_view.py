@@ -284,15 +284,15 @@ def test_the_decode_table_gives_the_replicas_tok_s_and_each_gpus():
 
 def test_sglang_budget_line_states_the_formula_its_number_follows():
     # SGLang 0.5.23 (profile_max_num_token): free before load 139.96 − 2.67 = 137.29 GiB; less weights 79.29, RoPE
-    # buffer 0.04, segment tails 0.14, load overhead 0.07 and the reserve 0.114 × 137.29 = 15.65: 42.10 GiB (0.886:
-    # the prefill graphs' 1.5 GiB for MLA in the reserve). Read as "device total × 0.886 less …" it would have been
-    # 139.96 × 0.886 − 79.54 − 15.65 = 28.81.
+    # buffer 0.04, segment tails 0.14, MLA's bfloat16 w_kc/w_vc copies 0.24, load overhead 0.07 and the reserve
+    # 0.114 × 137.29 = 15.65: 41.86 GiB (0.886: the prefill graphs' 1.5 GiB for MLA in the reserve). Read as "device
+    # total × 0.886 less …" it would have been 139.96 × 0.886 − 79.78 − 15.65 = 28.57.
     plan, text = _dsv3_text("sglang", 4096)
     m = plan.memory
     assert m.requested_bytes - sum(d.bytes for d in m.deductions) == pytest.approx(m.available_kv_bytes, abs=1)
     assert ("(sglang 0.5.23 rules: free before the weights load 137.29 GiB (device total 139.96 − 2.67 GiB held "
-            "before it) less weights, RoPE cos/sin buffer, allocator segment tails, weight-load overhead, reserve "
-            "(1 − mem_fraction_static 0.886) × free before load)") in text
+            "before it) less weights, RoPE cos/sin buffer, allocator segment tails, MLA w_kc/w_vc copies, weight-load "
+            "overhead, reserve (1 − mem_fraction_static 0.886) × free before load)") in text
     assert "device total 139.96 GiB × mem_fraction_static" not in text
     # the verbose row of the free memory names its own source, not the mem_fraction_static rule
     row = next(ln for ln in text.splitlines() if ln.startswith("│ free before the weights load"))

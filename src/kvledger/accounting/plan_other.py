@@ -91,7 +91,7 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     w, how = sglang_rank_weights(model, s)  # dp_attention.py: whole attention per DP rank, or 1/TP
     # a given weights figure is SGLang's own "mem usage", which already holds the load's overhead
     x_lo, x, x_hi_load = (0.0, 0.0, 0.0) if s.weights_bytes is not None else (g * GiB for g in SGLANG_LOAD_EXTRA_GIB)
-    load_items = sglang_load_items(model, gpu, s, ver)  # RoPE buffer, segment tails, shared-expert copies
+    load_items = sglang_load_items(model, gpu, s, ver)  # RoPE buffer, segment tails, shared-expert and MLA copies
     w_all = w + sum(i.bytes for i in load_items)  # what "mem usage" holds besides the measured overhead
     held = sglang_preload_bytes(s.tp, gpu.nvlink_all_to_all)
     total, total_lo, total_hi = wddm_total(gpu, s.wddm)  # --wddm: the whole board, less the driver's hold below

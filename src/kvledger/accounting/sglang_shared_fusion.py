@@ -32,6 +32,7 @@ from kvledger.accounting.memory import Deduction
 from kvledger.accounting.platforms import platform
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_load import sglang_load_buffers
+from kvledger.accounting.sglang_mla_copies import SGLANG_MLA_COPIES, sglang_mla_copy_bytes
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 
@@ -84,8 +85,8 @@ def sglang_shared_fusion_bytes(model: ModelSpec, tp: int, copies: int) -> tuple[
 
 def sglang_load_items(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver: tuple[int, ...]) -> tuple[Deduction, ...]:
     """The computed rows SGLang's "Load weight end. ... mem usage" holds besides the parameters and the measured
-    overhead: the RoPE buffer, the segment tails (sglang_load.py) and the shared-expert copies; () when the weights
-    figure is given (it is SGLang's own "mem usage")."""
+    overhead: the RoPE buffer, the segment tails (sglang_load.py), the shared-expert copies and MLA's w_kc/w_vc copies
+    (sglang_mla_copies.py); () when the weights figure is given (it is SGLang's own "mem usage")."""
     if s.weights_bytes is not None:
         return ()
     copies = sglang_shared_copies(model, gpu, s, ver)
@@ -93,4 +94,6 @@ def sglang_load_items(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver: tupl
     items = (Deduction(N.SGLANG_ROPE_BUFFER, bufs.rope_bytes, N.sglang_load_buffers_source(bufs.rope_how)),
              Deduction(N.SGLANG_SEGMENT_TAILS, bufs.tail_bytes, N.sglang_load_buffers_source(bufs.tail_how)))
     extra, how = sglang_shared_fusion_bytes(model, s.tp, copies)
-    return items + ((Deduction(SGLANG_SHARED_COPIES, extra, N.sglang_load_buffers_source(how)),) if extra else ())
+    mla, mla_how = sglang_mla_copy_bytes(model, gpu, s, ver)
+    return (items + ((Deduction(SGLANG_SHARED_COPIES, extra, N.sglang_load_buffers_source(how)),) if extra else ())
+            + ((Deduction(SGLANG_MLA_COPIES, mla, N.sglang_load_buffers_source(mla_how)),) if mla else ()))
