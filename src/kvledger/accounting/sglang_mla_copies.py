@@ -83,5 +83,5 @@ def sglang_mla_copy_bytes(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver: 
     per_layer = (kc + kept) * elem
     how = (f"{len(kvb)} MLA layers × (w_kc {heads} heads × {nope} × {lora} + w_vc {heads} × {v} × {lora}) × {elem} B "
            f"({why}): copies of each layer's kv_b_proj on attention TP {atp}, the weight itself kept "
-           "(models/deepseek_v2.py post_load_weights, from 0.4.0.post1)")
+           "(models/deepseek_v2.py post_load_weights; kv_b_proj kept from 0.4.0.post1)")
     return per_layer * len(kvb), how
