@@ -16,11 +16,11 @@ PLAN = ("plan", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--engine", "sglang"
 
 def test_plan_attn_dp_size_is_the_old_spelling_s_plan():
     # DeepSeek-V3 on 8 H200s at TP 8 (tests/accounting/test_dp_attention.py): DP attention 8 gives each rank a pool of
-    # 221,051 tokens, 8 × 221,051 = 1,768,408 in all; the same plan whichever spelling is given
+    # 191,924 tokens, 8 × 191,924 = 1,535,392 in all; the same plan whichever spelling is given
     new, old = cli_json(*PLAN, "--attn-dp-size", "8"), cli_json(*PLAN, "--enable-dp-attention", "--dp-size", "8")
     assert new["memory"] == old["memory"] and new["data_parallel"] == old["data_parallel"]
     dp = new["data_parallel"]
-    assert (dp["kv_tokens_per_rank"], dp["kv_tokens_total"], dp["attention_tp"]) == (221_051, 1_768_408, 1)
+    assert (dp["kv_tokens_per_rank"], dp["kv_tokens_total"], dp["attention_tp"]) == (191_924, 1_535_392, 1)
     # the note names 0.5.23's flag, and the old one as deprecated, in one clause
     assert any(n.startswith("--attn-dp-size 8 (SGLang 0.5.23 rules; --enable-dp-attention --dp-size 8 is its "
                             "deprecated spelling): 8 DP ranks on the 8 GPUs") for n in new["memory"]["notes"])
@@ -30,9 +30,9 @@ def test_plan_attn_dp_size_is_the_old_spelling_s_plan():
 
 
 def test_attn_dp_size_1_is_sglangs_default_no_dp_attention():
-    # attn_dp_size 1 is SGLang's default: the plain TP 8 plan, 643,295 tokens (test_plan_dp_attention_dp1.py), no note
+    # attn_dp_size 1 is SGLang's default: the plain TP 8 plan, 639,654 tokens (test_plan_dp_attention_dp1.py), no note
     d = cli_json(*PLAN, "--attn-dp-size", "1")
-    assert d["memory"]["num_gpu_blocks"] == 643_295 and d.get("data_parallel") is None
+    assert d["memory"]["num_gpu_blocks"] == 639_654 and d.get("data_parallel") is None
     assert not any("dp-size" in n or "attn-dp" in n for n in d["memory"]["notes"])
 
 
@@ -88,14 +88,14 @@ SIM = ("simulate", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--engine", "sgla
 
 
 def test_simulate_attn_dp_size_runs_the_lockstep_ranks():
-    # the pool per rank is the plan's 221,051 tokens (above); round robin sends 1 of the 8 requests to each rank
+    # the pool per rank is the plan's 191,924 tokens (above); round robin sends 1 of the 8 requests to each rank
     d = cli_json(*SIM, "--attn-dp-size", "8")
     dp = d["data_parallel"]
-    assert (dp["kv_tokens_per_rank"], dp["requests_routed_per_rank"]) == (221_051, [1] * 8)
+    assert (dp["kv_tokens_per_rank"], dp["requests_routed_per_rank"]) == (191_924, [1] * 8)
     assert any(n.startswith("data parallel: --attn-dp-size 8 simulated as 8 DP ranks in lock-step") for n in d["notes"])
     api = kvledger.simulate("deepseek-ai/DeepSeek-V3", "H200", policy="sglang", tp=8, ep_size=8, num_requests=8,
                             attn_dp_size=8).to_dict()["data_parallel"]
-    assert (api["kv_tokens_per_rank"], api["requests_routed_per_rank"]) == (221_051, [1] * 8)
+    assert (api["kv_tokens_per_rank"], api["requests_routed_per_rank"]) == (191_924, [1] * 8)
 
 
 @pytest.mark.parametrize(("args", "said"), [
@@ -125,13 +125,13 @@ SEARCH = ("search", "deepseek-ai/DeepSeek-V2-Lite", "--slo", "ttft=5s,tpot=200ms
 
 
 def test_search_attn_dp_size_runs_dp_attention_at_that_tp_and_launches_in_0_5_23_s_words():
-    # DeepSeek-V2-Lite on 2 L40S (test_search_sglang_engine.py): each rank's pool 706,697 tokens, 2 ranks; the TP axis
+    # DeepSeek-V2-Lite on 2 L40S (test_search_sglang_engine.py): each rank's pool 703,057 tokens, 2 ranks; the TP axis
     # is 2 alone, and the launch and check lines carry --attn-dp-size 2 (SGLang 0.5.23, the newest read)
     d = cli_json(*SEARCH, "--attn-dp-size", "2")
     assert d["spec"]["enable_dp_attention"] is True
     assert {e["tp"] for e in d["candidates"]} == {2}
     e = next(e for e in d["candidates"] if e["id"] == "nvidia_l40s:tp2:kv-auto")
-    assert (e["plan"]["dp_size"], e["plan"]["num_gpu_blocks"]) == (2, 706_697)
+    assert (e["plan"]["dp_size"], e["plan"]["num_gpu_blocks"]) == (2, 703_057)
     assert e["launch"]["sglang"].endswith("--page-size 1 --attn-dp-size 2 --ep-size 2")
     assert "--attn-dp-size 2 --ep-size 2" in e["launch"]["check"] and "--enable-dp-attention" not in str(e["launch"])
 
@@ -165,13 +165,13 @@ def test_help_names_it():
 
 def test_report_takes_it_and_its_lines_carry_it(tmp_path):
     # DeepSeek-V2-Lite on 2 L40S, TP 2, EP 2, DP attention 2 (test_report_sglang_dp.py's layout): each rank's pool
-    # 706,697 tokens; every kvledger command line and the engine line's SGLang launch carry 0.5.23's --attn-dp-size 2
+    # 703,057 tokens; every kvledger command line and the engine line's SGLang launch carry 0.5.23's --attn-dp-size 2
     out = tmp_path / "r.html"
     d = cli_json("report", "deepseek-ai/DeepSeek-V2-Lite", "--gpu", "L40S", "--engine", "sglang", "--tp", "2",
                  "--ep-size", "2", "--attn-dp-size", "2", "--prompt-lengths", "1024", "--output-lengths", "128",
                  "--num-requests", "50", "--slo", "ttft=5s,tpot=200ms", "--api", "DeepSeek:deepseek-chat",
                  "--out", str(out))
-    assert d["plan"]["data_parallel"]["kv_tokens_per_rank"] == 706_697
+    assert d["plan"]["data_parallel"]["kv_tokens_per_rank"] == 703_057
     assert all(" --ep-size 2 --attn-dp-size 2 " in d["commands"][k] for k in ("plan", "cost", "capacity"))
     assert "--enable-dp-attention" not in str(d["commands"])
     assert ("launched as python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V2-Lite --tp-size 2 "

@@ -37,14 +37,14 @@ def test_plan_takes_sglang_dp_attention_and_prints_per_rank_and_total():
     # 191,924 tokens per rank (test_dp_attention.py: mem_fraction_static 0.758 with the prefill graphs' 1.5 GiB)
     text = " ".join(r.stdout.split())
     assert "KV 8 × 191,924 = 1,535,392 tokens in all" in text
-    # the short plan lists the ranks' totals (8 × 107 / 26 / 6 / 1 / 1 per rank); --verbose each product
-    assert "requests held at once in all: 856 / 208 / 48 / 8 / 8 at 2,048 / 8,192 / 32,768 / 131,072 / 163,840" in text
+    # the short plan lists the ranks' totals (8 × 93 / 23 / 5 / 1 / 1 per rank); --verbose each product
+    assert "requests held at once in all: 744 / 184 / 40 / 8 / 8 at 2,048 / 8,192 / 32,768 / 131,072 / 163,840" in text
     assert "32,768 tokens: 8 × 5 = 40 requests" in " ".join(run(*r_args, "--verbose").stdout.split())
     # the DP line names the flag SGLang 0.5.23 takes (--attn-dp-size, from 0.5.22) and the deprecated one given
     assert ("data parallel --attn-dp-size 8 (SGLang 0.5.23 rules; --enable-dp-attention --dp-size 8 is its "
             "deprecated spelling)") in text
     # the verdict counts one rank's pool and says so, with the ranks' total: 191,924 tokens per rank hold 1 request of
-    # max_model_len 163,840 (1.35x), so 8 ranks hold 8 × 1 = 8
+    # max_model_len 163,840 (1.17x), so 8 ranks hold 8 × 1 = 8
     assert ("fits (per DP rank: each of the 8 ranks has its own pool, 8 × 1 = 8 163,840-token requests in all): 1 "
             "concurrent 163,840-token request") in " ".join(r.stdout.split())
 

@@ -62,16 +62,16 @@ def test_qwen3_next_tp8_h100_short_plan_keeps_the_answer():
 
 def test_kimi_k2_sglang_short_budget_and_lower_length():
     _, flat = _plan(KIMI_K2, "sglang", 8, "H200")
-    # the pool: 8,885 token slots; max_req_len = min(131,072, 8,885) − 1 = 8,884; prompts of 8,884 − 5 = 8,879 tokens
-    # or more aborted. The short plan counts SGLang's three fixed terms (RoPE buffer, segment tails, weight-load
-    # overhead); --verbose names them and the rules
-    assert ("free before the weights load 137.29 GiB less weights, 3 other terms, reserve (1 − mem_fraction_static "
-            "0.886) of it) → 8,885 blocks of 1 token (0–48,170)") in flat
-    assert "so max_req_len = 8,884: prompts of 8,879 tokens or more are aborted" in flat
+    # the pool: 7,064 token slots; max_req_len = min(131,072, 7,064) − 1 = 7,063; prompts of 7,063 − 5 = 7,058 tokens
+    # or more aborted. The short plan counts SGLang's four fixed terms (RoPE buffer, segment tails, MLA's w_kc/w_vc
+    # copies, weight-load overhead); --verbose names them and the rules
+    assert ("free before the weights load 137.29 GiB less weights, 4 other terms, reserve (1 − mem_fraction_static "
+            "0.886) of it) → 7,064 blocks of 1 token (0–46,349)") in flat
+    assert "so max_req_len = 7,063: prompts of 7,058 tokens or more are aborted" in flat
     full = " ".join(run_cli("plan", KIMI_K2, "--engine", "sglang", "--tp", "8", "--gpu", "H200",
                             "--verbose").stdout.split())
-    assert ("less weights, RoPE cos/sin buffer, allocator segment tails, weight-load overhead, reserve (1 − "
-            "mem_fraction_static 0.886) × free before load") in full
+    assert ("less weights, RoPE cos/sin buffer, allocator segment tails, MLA w_kc/w_vc copies, weight-load overhead, "
+            "reserve (1 − mem_fraction_static 0.886) × free before load") in full
     assert "— the low end does not start: the engine may refuse" in full
 
 
