@@ -197,17 +197,17 @@ def test_kimi_k2_tp8_on_h200_short_plan_within_26_lines():
 
 
 def test_the_short_verdict_leaves_engine_files_to_verbose():
-    # Kimi-K2 under SGLang at TP 8 on H200: a pool of 8,885 token slots, so max_req_len = min(131,072, 8,885) − 1 =
-    # 8,884 and prompts of 8,884 − 5 = 8,879 tokens or more are aborted; the files that say so under --verbose only
+    # Kimi-K2 under SGLang at TP 8 on H200: a pool of 7,064 token slots, so max_req_len = min(131,072, 7,064) − 1 =
+    # 7,063 and prompts of 7,063 − 5 = 7,058 tokens or more are aborted; the files that say so under --verbose only
     args = ("moonshotai/Kimi-K2-Instruct", "--engine", "sglang", "--gpu", "H200", "--tp", "8")
     _, flat = _short(*args)
     # the short plan keeps the figures; SGLang's rules that give them, under --verbose
-    assert ("so max_req_len = 8,884: prompts of 8,879 tokens or more are aborted and outputs are capped, so no request "
-            "longer than 8,883 tokens runs, as with --context-length 8885.") in flat
+    assert ("so max_req_len = 7,063: prompts of 7,058 tokens or more are aborted and outputs are capped, so no request "
+            "longer than 7,062 tokens runs, as with --context-length 7064.") in flat
     assert ".py" not in flat and "min(context_len" not in flat
     full = " ".join(run_cli("plan", *args, "--verbose").stdout.split())
-    assert ("prompts of 8,879 tokens or more (max_req_input_len = max_req_len − 5) are aborted and outputs are capped "
+    assert ("prompts of 7,058 tokens or more (max_req_input_len = max_req_len − 5) are aborted and outputs are capped "
             "at max_req_len − prompt − 1 (managers/utils.py validate_input_length, scheduler.py), so no request longer "
-            "than 8,883 tokens runs, as with --context-length 8885.") in full
-    assert "so max_req_len = min(context_len − 1, pool tokens − 1) = 8,884" in full
-    assert "= 8,884 (managers/tp_worker.py, every release 0.4.0–0.5.23; 0.5.23 logs a warning): prompts" in full
+            "than 7,062 tokens runs, as with --context-length 7064.") in full
+    assert "so max_req_len = min(context_len − 1, pool tokens − 1) = 7,063" in full
+    assert "= 7,063 (managers/tp_worker.py, every release 0.4.0–0.5.23; 0.5.23 logs a warning): prompts" in full

@@ -205,7 +205,8 @@ def render_sweep(r: SweepValidation, con: Console, verbose: bool = False) -> Non
     sides = {side for x in r.runs if x.saturated for side in x.saturated["sides"]}
     if sides:
         why = [w for side, w in (("measured", "the client fell behind the requested rate or the engine served < "
-                                  f"{SERVED:.0%} of what a server keeping up completes"),
+                                  f"{SERVED:.0%} of it, or of what a server keeping up completes where a stage's "
+                                  "requests give the drain"),
                                  ("simulated", "the simulated queue kept growing"))
                if side in sides]
         con.print(f"WARNING: stages marked ⚠ are saturated ({'; or '.join(why)}): their latency errors are not "
