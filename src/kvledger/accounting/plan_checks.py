@@ -15,7 +15,7 @@ from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import COMMAND, InputError
 from kvledger.units import GiB
 
-__all__ = ["VLLM_BLOCK_SIZES", "check_settings", "check_plan_args"]
+__all__ = ["VLLM_BLOCK_SIZES", "check_settings", "check_plan_args", "check_memory_fraction"]
 
 
 VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
@@ -41,20 +41,33 @@ def _engine_flag() -> str:
     return "--policy" if COMMAND.get() in _POLICY_COMMANDS else "--engine"
 
 
+#: each engine's memory fraction: (the PlanSettings field, its flag)
+_FRACTIONS = {"vllm": ("gpu_memory_utilization", "--gpu-memory-utilization"),
+              "sglang": ("mem_fraction_static", "--mem-fraction-static"),
+              "trtllm": ("free_gpu_memory_fraction", "--free-gpu-memory-fraction")}
+
+
+def check_memory_fraction(engine: str, given: dict[str, float | None]) -> None:
+    """Refuse another engine's memory fraction (``given``: fractions by field name, None where not given), which
+    ``engine``'s plan would ignore: ``plan``'s rule, and ``report``'s and the web app's before any work.
+
+    Raises:
+        InputError: one line naming the flag, the engine and the fraction ``engine`` takes instead.
+    """
+    own = _FRACTIONS.get(engine)
+    for other, (attr, flag) in _FRACTIONS.items():
+        if other != engine and given.get(attr) is not None and own is not None:
+            raise InputError(f"{flag} is {ENGINE_WORDS[other]}'s memory fraction; with --engine {engine} it would "
+                             f"be ignored: use {own[1]} ({ENGINE_WORDS[engine]}'s), or --engine {other}")
+
+
 def check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
     """Reject combinations the engines would reject or that cannot be meant.
 
     Raises:
         InputError: a vLLM-only setting with another engine, a KV figure above the device, a block size vLLM refuses.
     """
-    fractions = {"vllm": ("gpu_memory_utilization", "--gpu-memory-utilization"),
-                 "sglang": ("mem_fraction_static", "--mem-fraction-static"),
-                 "trtllm": ("free_gpu_memory_fraction", "--free-gpu-memory-fraction")}
-    own = fractions.get(s.engine)
-    for engine, (attr, flag) in fractions.items():
-        if engine != s.engine and getattr(s, attr) is not None and own is not None:
-            raise InputError(f"{flag} is {ENGINE_WORDS[engine]}'s memory fraction; with --engine {s.engine} it would "
-                             f"be ignored: use {own[1]} ({ENGINE_WORDS[s.engine]}'s), or --engine {engine}")
+    check_memory_fraction(s.engine, {attr: getattr(s, attr) for attr, _ in _FRACTIONS.values()})
     check_engine_platform(s.engine, gpu)
     check_dtype(s.engine, gpu, s.dtype)
     vllm_only = [flag for flag, attr, off in _VLLM_ONLY if getattr(s, attr) != off

@@ -62,7 +62,11 @@ class ReportEngineFlags:
     engine_version: str | None = flag("--engine-version", help="vLLM version whose rules and defaults to apply.")
     max_model_len: str | None = flag("--max-model-len", help=(
         "Tokens (8192; 8K = 8,192, 8k = 8,000 as vLLM reads them); default: from the config."))
-    gpu_memory_utilization: float | None = flag("--gpu-memory-utilization", help="vLLM fraction of device memory.")
+    gpu_memory_utilization: float | None = flag("--gpu-memory-utilization", help=(
+        "vLLM fraction of device memory (not with --engine sglang: --mem-fraction-static)."))
+    mem_fraction_static: float | None = flag_like(EngineFlags, "mem_fraction_static", help=(
+        "With --engine sglang: SGLang's fraction (default computed as SGLang does), in the report's plan, capacity "
+        "search, latency sweep and cost (as `plan --engine sglang --mem-fraction-static F`)."))
     kv_cache_dtype: str | None = flag("--kv-cache-dtype", help=(
         "vLLM's names: auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc; with --engine sglang SGLang's: "
         "auto, bf16, bfloat16, fp8_e4m3, fp8_e5m2 (0.5.23; fewer in older releases)."))
@@ -171,12 +175,16 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
 
         check_trace(r.trace)
 
+    from kvledger.accounting.plan_checks import check_memory_fraction
     from kvledger.cli.kv_dtype_flag import sim_kv_dtype_check
 
     sim_kv_dtype_check(e.kv_cache_dtype, report_policy(e.engine), e.engine_version)  # the engine's own names
+    check_memory_fraction(report_policy(e.engine) or "vllm", {"gpu_memory_utilization": e.gpu_memory_utilization,
+                                                              "mem_fraction_static": e.mem_fraction_static})
     engine = {k: v for k, v in (("policy", report_policy(e.engine)), ("tp", e.tp),
                                 ("engine_version", e.engine_version), ("max_model_len", e.max_model_len),
                                 ("gpu_memory_utilization", e.gpu_memory_utilization),
+                                ("mem_fraction_static", e.mem_fraction_static),
                                 ("kv_cache_dtype", e.kv_cache_dtype),
                                 ("quantization", e.quantization.lower() if e.quantization else None),
                                 ("max_num_seqs", e.max_num_seqs), ("replicas", e.replicas),

@@ -56,6 +56,16 @@ _CSS = (
 )
 
 
+def _fraction_words(plan: dict) -> str:
+    """``, mem_fraction_static 0.5 (given)`` for the engine line under SGLang (the plan's fraction, given or SGLang's
+    default for the release and GPU); empty under vLLM, whose line has never carried its fraction."""
+    m = plan["memory"]
+    if m.get("engine") != "sglang":
+        return ""
+    how = "given" if plan["settings"].get("mem_fraction_static") is not None else "SGLang's default"
+    return f", {m['fraction_name']} {m['fraction']:g} ({how})"
+
+
 def _step_cost_words(sc: dict) -> str:
     """The step cost as the header names it: with the GPU profile that priced the roofline, when one did
     (``priced_by``, set by ``analyses/serving/step_cost_choice.make_step_cost``), and the weights' --quantization."""
@@ -262,7 +272,8 @@ def render_html(data: ReportData, figures: list[Figure]) -> str:
              f"SLO {escape(inp['slo_text'])}; engine {escape(sim['plan']['engine'])} "
              f"{escape(sim['plan']['engine_version'])}, "
              f"TP {sim['tp']}, max_model_len {sim['engine']['max_model_len']:,}, max_num_seqs "
-             f"{sim['engine']['max_num_seqs']:,}{escape(dp_layout_text(data.plan, sim['model']))}; "
+             f"{sim['engine']['max_num_seqs']:,}{escape(_fraction_words(data.plan))}"
+             f"{escape(dp_layout_text(data.plan, sim['model']))}; "
              f"step cost: {escape(_step_cost_words(sim['step_cost']))}.</p>",
              _answer(data)]
     for anchor, heading, keys in (*SECTIONS, TIER_SECTION):

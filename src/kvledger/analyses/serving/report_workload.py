@@ -19,7 +19,8 @@ CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 """Context lengths (tokens) of the report's concurrency figure and its plan command; 8K and 128K are the two the
 report compares (``decision_data`` re-exports it)."""
 
-PLAN_KEYS = ("engine_version", "tp", "max_model_len", "gpu_memory_utilization", "kv_cache_dtype", "quantization",
+PLAN_KEYS = ("engine_version", "tp", "max_model_len", "gpu_memory_utilization", "mem_fraction_static", "kv_cache_dtype",
+             "quantization",
              "max_num_seqs", "wddm", "allreduce_link_share", "gpu_profile", "enable_expert_parallel",
              "data_parallel_size", "pp", "ep_size", "enable_dp_attention", "moe_a2a_backend")
 """The engine settings ``kvledger plan`` takes (the others are the simulator's)."""
