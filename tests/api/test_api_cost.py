@@ -107,7 +107,7 @@ def test_the_parameters_are_the_commands_flags():
                 # SGLang's spellings of --tp, --max-model-len, --max-num-seqs, --max-num-batched-tokens, --block-size:
                 # the API takes vLLM's names, as plan's and simulate's do
                 "--tp-size", "--context-length", "--max-running-requests", "--chunked-prefill-size", "--page-size",
-                # SGLang 0.4.x's --enable-ep-moe: taken only to be refused (cli/ep_flags.py), so not a parameter
+                # SGLang 0.4.x's --enable-ep-moe: taken only to be refused (analyses/ep_flags.py), so not a parameter
                 "--enable-ep-moe"}
     flags = {f.lstrip("-").replace("-", "_") for f in flag_names().values() if f not in left_out}
     assert set(inspect.signature(kvledger.cost).parameters) == flags | {"path", "cache"}

@@ -1,4 +1,4 @@
-"""The EP-size refusals (cli/ep_flags.py) name what applies to the model: a dense model has no experts in any engine,
+"""The EP-size refusals (ep_flags.py) name what applies to the model: a dense model has no experts in any engine,
 and TensorRT-LLM's own EP flag is trtllm-serve's --ep_size; SGLang's --ep-size 1 (its default) simulates as without
 it."""
 

@@ -185,9 +185,9 @@ def _bytes_opt(v: str | None, what: str, positive: bool = False) -> int | None:
 
 def _model(model: str, f: PlanFlags):
     """The ModelSpec ``model`` names, once its EP-size flags are refused in words that fit it (a dense model has no
-    experts: cli/ep_flags.py)."""
+    experts: analyses/ep_flags.py)."""
+    from kvledger.analyses.ep_flags import refuse_ep_flags
     from kvledger.catalog.models import load_model
-    from kvledger.cli.ep_flags import refuse_ep_flags
 
     spec = load_model(model)
     refuse_ep_flags(str(f.engine).lower(), f.tp, f.ep_size, f.enable_ep_moe, spec)

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -162,8 +161,10 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
                    bench: list[Path] | None, dp: Any = None, tier: Any = None) -> Any:
     """The ``decision_data.ReportRequest`` of the flags (the engine settings given, by name); ``dp``
     (``SimDataParallelFlags``): vLLM's DP ranks of a MoE model, checked on the path cost --simulate takes
-    (``dp_flags.with_dp``) and set in every plan and simulation; ``tier``: the KV tiers' ``TierSettings`` or None."""
+    (``report_parallel.check_report_dp``) and set in every plan and simulation; ``tier``: the KV tiers'
+    ``TierSettings`` or None."""
     from kvledger.analyses.serving.decision_data import ReportRequest
+    from kvledger.analyses.serving.report_parallel import check_report_dp, parallel_engine
     from kvledger.catalog.given_prices import one_gpu_usd
     from kvledger.errors import InputError
 
@@ -196,7 +197,7 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
                                 # the workload's system prompt and document pool: SimRequestArgs fields too
                                 ("shared_prefix_tokens", r.shared_prefix_tokens),
                                 ("document_pool", r.document_pool)) if v is not None}
-    engine |= _parallel_engine(model, e, dp)
+    engine |= parallel_engine(model, report_policy(e.engine), e.tp, e.ep_size, dp, e.engine_version)
     req = ReportRequest(model=model, gpu=gpu, slo=slo, api=r.api, trace=r.trace or "azure-conv", **synthetic,
                          num_requests=r.num_requests,
                          seed=r.seed, target=r.target, engine=engine, utilization=b.utilization,
@@ -211,50 +212,8 @@ def report_request(model: str, gpu: str, slo: str, r: ReportRunFlags, e: ReportE
                          peak_to_mean=b.peak_to_mean,
                          # static batching and contiguous KV are not simulated under --pp (sim_pp.check_pp_request)
                          with_engine_savings=engine.get("policy") is None and "pp" not in engine, tier=tier)
-    if "data_parallel_size" in engine or "pp" in engine or (dp and (dp.enable_dp_attention or dp.moe_a2a_backend)):
-        from kvledger.analyses.serving.decision_data import sim_args
-        from kvledger.cli.dp_flags import with_dp
-
-        with_dp(dataclasses.replace(sim_args(req), data_parallel_size=None, enable_dp_attention=None,
-                                    moe_a2a_backend=None), dp)
+    check_report_dp(req, dp)
     return req
-
-
-def _parallel_engine(model: str, e: ReportEngineFlags, dp: Any) -> dict[str, Any]:
-    """The engine settings of the parallelism flags beyond TP, as every plan and simulation of the report takes them:
-    SGLang's --ep-size (checked, ``_check_ep``) and DP attention with its all-to-all backend (sim_sglang_dp.py),
-    vLLM's DP ranks, all-to-all backend (vllm_all2all.py) and pipeline stages (sim_pp.py)."""
-    out: dict[str, Any] = {}
-    if e.ep_size is not None:  # SGLang's --ep-size: refused off SGLang or where SGLang refuses it (ep_flags.py)
-        _check_ep(model, e)
-        if e.ep_size != 1:  # 1: SGLang's default, no expert parallelism
-            out["ep_size"] = e.ep_size
-    if dp is None:
-        return out
-    from kvledger.cli.dp_flags import fold_attn_dp
-
-    dp = fold_attn_dp(dp, report_policy(e.engine) or "vllm", e.engine_version, e.tp)  # --attn-dp-size N (attn_dp.py)
-    if dp.enable_dp_attention:  # before the size: the command lines read --enable-dp-attention --dp-size N
-        out["enable_dp_attention"] = True
-    if (dp.data_parallel_size or 1) > 1:
-        out["data_parallel_size"] = dp.data_parallel_size
-    if dp.moe_a2a_backend:
-        out["moe_a2a_backend"] = dp.moe_a2a_backend.lower()
-    if dp.all2all_backend:
-        out["all2all_backend"] = dp.all2all_backend
-    if (dp.pp or 1) > 1:
-        out["pp"] = dp.pp
-    return out
-
-
-def _check_ep(model: str, e: ReportEngineFlags) -> None:
-    """``--ep-size`` refused as cost --simulate refuses it (``ep_flags.refuse_ep_flags``), the model read for the
-    words."""
-    from kvledger.catalog.models import load_model
-    from kvledger.cli.ep_flags import refuse_ep_flags
-
-    refuse_ep_flags(str(report_policy(e.engine) or "vllm"), e.tp or 1, e.ep_size, None, load_model(model),
-                    ("simulation", "report"))
 
 
 def report_policy(engine: str | None) -> str | None:

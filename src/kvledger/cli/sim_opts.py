@@ -48,7 +48,7 @@ SIM_TIERS = GroupUse(TierFlags, prefix="[--simulate] ", help=TIER_HELP)
 _FIELD = {"think_time": "think_time_s", "prefix_caching": "enable_prefix_caching",
           "chunked_prefill": "enable_chunked_prefill"}
 _SYNTHETIC = ("prompt_lengths", "output_lengths", "arrival_cv")
-#: taken only to be refused (--enable-ep-moe: SGLang 0.4.x's, cli/ep_flags.py): no SimRequestArgs field
+#: taken only to be refused (--enable-ep-moe: SGLang 0.4.x's, analyses/ep_flags.py): no SimRequestArgs field
 _NOT_SIMULATED = (*_SYNTHETIC, "enable_ep_moe")
 
 
@@ -127,8 +127,8 @@ def sim_request(model: str, gpu: str | None, workload: WorkloadFlags, engine: En
         raise InputError("--simulate needs --gpu (a catalog GPU such as H100, or a GPU file)")
     check_loop_flags(workload)
     if engine.ep_size is not None or engine.enable_ep_moe:  # the refusal's words need the model (ep_flags.py)
+        from kvledger.analyses.ep_flags import refuse_ep_flags
         from kvledger.catalog.models import load_model
-        from kvledger.cli.ep_flags import refuse_ep_flags
 
         refuse_ep_flags(str(engine.policy or "vllm").lower(), engine.tp or 1, engine.ep_size, engine.enable_ep_moe,
                         load_model(model), ("simulation", "simulate"))
