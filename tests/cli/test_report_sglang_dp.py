@@ -1,5 +1,5 @@
 """`kvledger report --engine sglang --enable-dp-attention --dp-size N` runs its pipeline with SGLang 0.5.23's DP
-attention (dp_flags.with_dp → sim_sglang_dp.py, the path `cost --simulate` takes): the plan section is the DP plan,
+attention (sim_parallel.with_dp → sim_sglang_dp.py, the path `cost --simulate` takes): the plan section is the DP plan,
 the capacity search and cost simulate the lock-step ranks, the engine line states the layout and SGLang's launch
 flags, and every command line carries --enable-dp-attention --dp-size N; what SGLang (or the lock-step simulation)
 refuses is refused with exit 2 before any simulation.

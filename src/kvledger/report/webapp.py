@@ -19,6 +19,8 @@ from fastapi import Request  # at module level: FastAPI resolves the endpoints' 
 
 from kvledger.report.webapp_answer import figure_json
 from kvledger.report.webapp_choices import add_kv_dtypes_route, check_web_kv_dtype, choices
+from kvledger.report.webapp_parallel import PARALLEL_FIELDS
+from kvledger.report.webapp_plan import plan_payload
 
 # at module level too: the endpoints' body models
 from kvledger.report.webapp_requests import (
@@ -33,121 +35,67 @@ from kvledger.report.webapp_requests import (
 __all__ = ["create_app", "plan_payload", "serving_payload", "choices", "SERVING_NUM_REQUESTS"]
 
 
-def _fits(plan: dict[str, Any]) -> bool:
-    """Whether the engine starts and serves max_model_len: the plan's verdict ("fits"), not a pool alone (a pool too
-    small for one max_model_len request still has blocks, and the engine refuses to start)."""
-    advice = plan.get("advice")
-    return advice["verdict"] == "fits" if advice else plan["memory"]["num_gpu_blocks"] > 0
-
-
-def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_model_len: str | None = None,
-                 kv_cache_dtype: str = "auto", gpu_memory_utilization: float | None = None,
-                 wddm: bool = False, engine_version: str | None = None,
-                 max_num_seqs: int | None = None, quantization: str | None = None,
-                 stopped: Any = None, kv_offloading_size: float | None = None) -> dict[str, Any]:
-    """The plan (as ``plan --json`` with ``--context 1K,…,128K``, and ``--wddm`` when ``wddm``; ``engine_version``,
-    ``max_num_seqs`` and ``quantization`` as those flags, ``-q`` the last), the headline numbers and the three KV
-    figures. ``stopped()`` true (the client has gone) raises Gone before the plan and before each figure: the plan's
-    own arithmetic, once started, runs to its end (a worker thread cannot be stopped from outside);
-    ``kv_offloading_size``: a host KV tier, GiB (``webapp_tiers``), the plan's ``kv_tiers``."""
-    from kvledger.accounting.plan import build_plan
-    from kvledger.accounting.settings import make_settings
-    from kvledger.accounting.vllm_auto_len import read_max_model_len
-    from kvledger.analyses.serving.decision_data import CONTEXTS
-    from kvledger.catalog.gpu_file import resolve_gpu
-    from kvledger.catalog.models import load_model
-    from kvledger.errors import command_named
-    from kvledger.report.figures_kv import kv_figures
-    from kvledger.report.webapp_guard import stop_if
-    from kvledger.report.webapp_requests import check_plan_numbers
-    from kvledger.report.webapp_tiers import host_tier_section
-
-    check_plan_numbers(tp, gpu_memory_utilization, max_num_seqs)  # `kvledger plan`'s ranges, in its words
-    with command_named("ui"):  # a refusal names the flags, which in_app_words turns into the app's fields
-        mml, auto = read_max_model_len(max_model_len, engine, engine_version or None)  # as `plan` reads it
-        settings = make_settings(engine=engine.lower(), tp=tp, contexts=CONTEXTS, kv_cache_dtype=kv_cache_dtype,
-                                 max_model_len=mml, auto_max_model_len=auto or None,
-                                 gpu_memory_utilization=gpu_memory_utilization, wddm=wddm,
-                                 engine_version=engine_version or None, max_num_seqs=max_num_seqs,
-                                 quantization=quantization.strip().lower() if quantization else None)
-    stop_if(stopped)
-    p = build_plan(load_model(model, allow_hub=False), resolve_gpu(gpu), settings)
-    with command_named("ui"):
-        tiers = host_tier_section(p, kv_offloading_size)
-    plan = p.to_dict() | ({"kv_tiers": tiers} if tiers else {})
-    conc = {r["context_tokens"]: r for r in plan["concurrency"]}
-    m = plan["memory"]
-
-    def within(ctx: int, key: str = "max_concurrency") -> Any:  # above max_model_len: no request the engine accepts
-        return conc[ctx][key] if conc[ctx]["within_max_model_len"] else None
-
-    rng, blocks = (m.get("ranges", {}).get(k) for k in ("available_kv_bytes", "num_gpu_blocks"))
-    headline = {"kv_bytes_per_token_per_gpu": plan["kv"]["bytes_per_token_per_gpu"],
-                "available_kv_gib": m["available_kv_bytes"] / 2**30,
-                "available_kv_gib_range": [max(0.0, x) / 2**30 for x in rng] if rng else None,
-                "num_gpu_blocks": m["num_gpu_blocks"], "max_model_len": m["max_model_len"],
-                "num_gpu_blocks_range": list(blocks) if blocks and blocks[0] != blocks[1] else None,
-                "max_concurrency_8k": within(8192), "max_concurrency_128k": within(131072),
-                "max_concurrency_8k_range": within(8192, "max_concurrency_range"),
-                "max_concurrency_128k_range": within(131072, "max_concurrency_range"),
-                "pool": m["num_gpu_blocks"] > 0, "fits": _fits(plan),
-                "verdict": (plan.get("advice") or {}).get("message"),
-                "startup": (m.get("startup") or {}).get("message"),  # vLLM under wddm: does it start (plan prints it)
-                "host_kv_tier_tokens": next((t["capacity_tokens"] for t in tiers["tiers"] if t["name"] == "host_dram"),
-                                            None) if tiers else None}
-    figures = {}
-    for f in kv_figures(plan):  # drawing them is most of the time: a request abandoned meanwhile stops here
-        stop_if(stopped)
-        figures[f.key] = figure_json(f)
-    return {"plan": plan, "headline": headline, "figures": figures}
-
-
 def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str = "azure-conv", tp: int = 1,
                     max_model_len: str | None = None, kv_cache_dtype: str = "auto", utilization: float | None = None,
                     num_requests: int = SERVING_NUM_REQUESTS, monthly_tokens: float | None = None,
                     wddm: bool = False, client_latency: str | None = None, engine: str = "vllm",
                     stopped: Any = None, traffic: dict[str, Any] | None = None,
                     workload: dict[str, Any] | None = None, settings: dict[str, Any] | None = None,
-                    kv_offloading_size: float | None = None) -> dict[str, Any]:
+                    kv_offloading_size: float | None = None, parallel: dict[str, Any] | None = None) -> dict[str, Any]:
     """Capacity, cost and the serving figures (``num_requests`` per simulation) under ``engine``'s rules (vllm, or
     sglang: ``simulate --policy sglang``); with ``monthly_tokens`` the volume-first decision leads the headline;
     ``wddm``, ``client_latency``, ``kv_offloading_size`` (the plan panel's host KV tier, GiB): as ``kvledger report``'s
     flags; ``traffic``: cost's flags by field name (``webapp_requests.TRAFFIC_FIELDS``); ``workload``: the synthetic
     workload's (``WORKLOAD_FIELDS``: lengths, a shared prefix, a document pool) and ``settings`` the engine's
-    (``ENGINE_FIELDS``), as the report's flags; ``stopped()`` true (the client has gone) raises Gone at the next stage.
+    (``ENGINE_FIELDS``) and ``parallel`` its DP and EP (``PARALLEL_FIELDS``), as the report's flags; ``stopped()`` true
+    (the client has gone) raises Gone at the next stage.
     Every number is range-checked first, as the CLI checks it."""
     from kvledger.analyses.serving.decision_data import ReportRequest, build_report_data
     from kvledger.report import webapp_requests as wreq
-    from kvledger.report.decision_view import not_steady_lines, sized_capacity, sized_run_figures
     from kvledger.report.figures_serving import serving_figures
-    from kvledger.report.webapp_answer import answer_caveats
     from kvledger.report.webapp_guard import stop_if
-    from kvledger.report.webapp_tiers import serving_tier, tier_shares
-    from kvledger.report.webapp_words import in_app_words
+    from kvledger.report.webapp_parallel import check_serving_dp, serving_parallel
+    from kvledger.report.webapp_tiers import serving_tier
 
     settings = wreq.given_settings(settings)  # the empty ones dropped, -q as the CLI reads it
-    wreq.check_serving_numbers(tp, utilization, num_requests, monthly_tokens, settings)  # kvledger.ranges, first
+    parallel = {k: v for k, v in (parallel or {}).items() if v is not None}
+    wreq.check_serving_numbers(tp, utilization, num_requests, monthly_tokens, settings | parallel)  # ranges, first
     traffic = {k: v for k, v in (traffic or {}).items() if v is not None}
     wreq.check_traffic(traffic, monthly_tokens)  # cost's ranges and rules for its flags, by the request's field names
     policy = wreq.simulator_engine(engine)  # an engine the simulator has no rules for is refused, never run as vLLM
     client = wreq.web_client_latency(client_latency)  # refused here, before any simulation, as the CLI refuses it
+    par, dp = serving_parallel(model, policy, tp, settings | parallel)  # the report's checks: fraction, EP (first)
     wl = {k: v for k, v in (workload or {}).items() if v is not None}
     flags = {"tp": tp, "kv_cache_dtype": kv_cache_dtype, **({"max_model_len": max_model_len} if max_model_len else {}),
              **({"wddm": True} if wddm else {}), **({"client_latency": client_latency.strip()} if client else {}),
              **({"policy": policy} if policy else {}),  # and the shared prefix, a SimRequestArgs field (report_request)
-             **{k: wl.pop(k) for k in ("shared_prefix_tokens", "document_pool") if k in wl}, **settings}
+             **{k: wl.pop(k) for k in ("shared_prefix_tokens", "document_pool") if k in wl}, **settings, **par}
     req = ReportRequest(model=model, gpu=gpu, slo=slo, api=api, trace=trace, num_requests=num_requests, engine=flags,
                         utilization=utilization, monthly_tokens=monthly_tokens, with_engine_savings=False,
                         tier=serving_tier(kv_offloading_size, gpu, tp), **traffic, **wl)
+    check_serving_dp(req, dp)  # DP ranks and DP attention as the report checks them, before any simulation
 
     def stage(_text: str) -> None:  # build_report_data calls it before each stage
         stop_if(stopped)
 
     data = build_report_data(req, progress=stage)
+    headline = _serving_headline(data, num_requests, client)
+    c = data.cost
+    return {"headline": headline, "cost": c, "figures": {f.key: figure_json(f) for f in serving_figures(data)}}
+
+
+def _serving_headline(data: Any, num_requests: int, client: Any) -> dict[str, Any]:
+    """The serving panel's headline of the report data: the capacity sized on with its band, goodput, the cost totals
+    and verdict, the answer and its caveats, in the app's words."""
+    from kvledger.report.decision_view import not_steady_lines, sized_capacity, sized_run_figures
+    from kvledger.report.webapp_answer import answer_caveats
+    from kvledger.report.webapp_tiers import tier_shares
+    from kvledger.report.webapp_words import in_app_words
+
     c = data.cost
     cs = c["simulation"]["capacity_search"]
     band = cs.get("error_band")
-    headline = {"sizing_req_per_s": sized_capacity(cs),  # cost's capacity.sizing_req_per_s: the rate sized on
+    return {"sizing_req_per_s": sized_capacity(cs),  # cost's capacity.sizing_req_per_s: the rate sized on
                 "sizing_req_per_s_range": [band["low"], band["high"]] if band else None,
                 "capacity_band": band["text"] + (f"; {band['elsewhere']}" if band.get("elsewhere") else "")
                 if band else None,  # with Band.on_gpu's clause where its runs were on other GPUs only
@@ -161,7 +109,6 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
                 "client_latency": client.note() if client is not None else None,  # simulate's line: what, and whence
                 "kv_tier_hit_shares": tier_shares(data.kv_tiers),  # each KV tier's share at the capacity (or None)
                 **answer_caveats(c)}  # as cost and the report state the decision: notes, break-even, what it rests on
-    return {"headline": headline, "cost": c, "figures": {f.key: figure_json(f) for f in serving_figures(data)}}
 
 
 def _add_error_handlers(app: Any, token: str | None) -> None:
@@ -209,7 +156,8 @@ def _plan(body: PlanRequest, data_dir: Path | None, stopped: Any) -> dict[str, A
     check_web_kv_dtype(body.kv_cache_dtype, body.engine, body.engine_version)  # the engine's own names, as the CLI's
     return plan_payload(model, gpu, body.engine, body.tp, body.max_model_len or None, body.kv_cache_dtype,
                         body.gpu_memory_utilization, body.wddm, body.engine_version, body.max_num_seqs,
-                        body.quantization, stopped=stopped, kv_offloading_size=body.kv_offloading_size)
+                        body.quantization, stopped=stopped, kv_offloading_size=body.kv_offloading_size,
+                        more=body.model_dump(include={"mem_fraction_static", *PARALLEL_FIELDS}))
 
 
 def _serving(body: ServingRequest, data_dir: Path | None, stopped: Any) -> dict[str, Any]:
@@ -232,7 +180,8 @@ def _serving(body: ServingRequest, data_dir: Path | None, stopped: Any) -> dict[
                            body.wddm, body.client_latency, body.engine, stopped=stopped,
                            traffic=body.model_dump(include=set(TRAFFIC_FIELDS)),
                            workload=workload, settings=body.model_dump(include=set(ENGINE_FIELDS)),
-                           kv_offloading_size=body.kv_offloading_size)
+                           kv_offloading_size=body.kv_offloading_size,
+                           parallel=body.model_dump(include=set(PARALLEL_FIELDS)))
 
 
 def create_app(data_dir: Path | None = None, token: str | None = None):

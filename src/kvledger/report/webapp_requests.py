@@ -32,7 +32,7 @@ _SPLIT = ("monthly_input_tokens", "monthly_output_tokens")  # the volume as toke
 WORKLOAD_FIELDS = ("prompt_lengths", "output_lengths", "shared_prefix_tokens", "document_pool")
 #: both requests' engine settings, ``kvledger plan``'s, ``report``'s and ``cost --simulate``'s flags by the same name
 #: (quantization: ``-q``/``--quantization``)
-ENGINE_FIELDS = ("engine_version", "gpu_memory_utilization", "max_num_seqs", "quantization")
+ENGINE_FIELDS = ("engine_version", "gpu_memory_utilization", "max_num_seqs", "quantization", "mem_fraction_static")
 SERVING_NUM_REQUESTS = 2000  # the CLI's: `kvledger report` and `cost --simulate` simulate 2,000 requests per probe
 _SIMULATED = {"vllm": None, "sglang": "sglang"}  # engine → the simulator's --policy (None: its default, vLLM's rule)
 
@@ -71,11 +71,15 @@ def given_settings(settings: dict[str, Any] | None) -> dict[str, Any]:
             for k, v in (settings or {}).items() if v is not None and v != ""}
 
 
-def check_plan_numbers(tp: int, gpu_memory_utilization: float | None, max_num_seqs: int | None = None) -> None:
-    """``kvledger plan``'s ranges for the plan's numbers. Raises InputError: one out of range, in the CLI's words."""
+def check_plan_numbers(tp: int, gpu_memory_utilization: float | None, max_num_seqs: int | None = None,
+                       more: dict[str, Any] | None = None) -> None:
+    """``kvledger plan``'s ranges for the plan's numbers (``more``: others by field name, mem_fraction_static,
+    data_parallel_size, ep_size; a true/false one is no number). Raises InputError: one out of range, in the CLI's
+    words."""
     from kvledger.ranges import check_options
 
-    values = {"tp": tp, "gpu_memory_utilization": gpu_memory_utilization, "max_num_seqs": max_num_seqs}
+    values = {"tp": tp, "gpu_memory_utilization": gpu_memory_utilization, "max_num_seqs": max_num_seqs,
+              **{k: v for k, v in (more or {}).items() if not isinstance(v, bool)}}
     check_options("plan", values, _fields(values))
 
 
@@ -92,7 +96,7 @@ def check_serving_numbers(tp: int, utilization: float | None, num_requests: int,
     if monthly_tokens is not None:
         count_option("monthly_tokens", positive=True)(as_typed(monthly_tokens))
     numbers = {k: v for k, v in (engine or {}).items()  # the version and -q: text, the plan's parsers read them
-               if k not in ("engine_version", "quantization")}
+               if k not in ("engine_version", "quantization") and not isinstance(v, bool)}
     values = {"tp": tp, "utilization": utilization, "monthly_tokens": monthly_tokens, **numbers}
     check_options("cost", values, _fields(values))
 
@@ -171,6 +175,12 @@ class DeploymentRequest(BaseModel):
     gpu_memory_utilization: float | None = None
     max_num_seqs: int | None = None
     quantization: str | None = _text(None)  # vLLM's -q/--quantization: fp8 (bitsandbytes to 0.27) on load
+    mem_fraction_static: float | None = None  # SGLang's --mem-fraction-static (gpu_memory_utilization is vLLM's)
+    # the parallelism beyond TP (webapp_parallel): vLLM's --data-parallel-size / SGLang's --dp-size, SGLang's
+    # --enable-dp-attention and --ep-size, checked as plan and report check those flags
+    data_parallel_size: int | None = None
+    enable_dp_attention: bool = False
+    ep_size: int | None = None
 
     @field_validator("max_model_len", mode="before")
     @classmethod

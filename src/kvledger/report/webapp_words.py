@@ -10,7 +10,8 @@ from typing import Any
 __all__ = ["in_app_words", "request_errors"]
 
 _FIELDS = ("model, GPU, engine, engine_version, tensor parallel (TP), max_model_len, KV cache dtype, quantization, "
-           "gpu_memory_utilization, max_num_seqs, host KV tier, Windows/WSL2 (WDDM), SLOs, API price row, "
+           "gpu_memory_utilization, mem_fraction_static, data_parallel_size, enable_dp_attention, ep_size, "
+           "max_num_seqs, host KV tier, Windows/WSL2 (WDDM), SLOs, API price row, "
            "GPU provider, GPU price (gpu_usd_per_hour), traffic, volume, input/output tokens per month, "
            "peak-to-mean, batch share, cache-hit rate, cache-write rate, team capability, engineer-months, "
            "engineer cost, utilization, requests per simulation, client latency, prompt lengths, output lengths, "
@@ -50,6 +51,10 @@ _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p
     (r"--max-model-len", r"the context field (max_model_len)"),
     (r"--kv-cache-dtype", r"the KV cache dtype field"),
     (r"--gpu-memory-utilization", r"gpu_memory_utilization"),  # the request's own fields of those names
+    (r"--mem-fraction-static", r"mem_fraction_static"),
+    (r"(?<![\w-])(?:--data-parallel-size|--dp-size)(?![\w-])", r"data_parallel_size"),
+    (r"--enable-dp-attention", r"enable_dp_attention"),
+    (r"(?<![\w-])--ep-size(?![\w-])", r"ep_size"),
     (r"--engine-version", r"engine_version"),
     (r"--max-num-seqs", r"max_num_seqs"),
     (r"--kv-offloading-size", r"the host KV tier field (kv_offloading_size)"),
@@ -80,6 +85,7 @@ _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p
     (r"--engine must be one of", r"the engine field must be one of"),  # PlanSettings' refusal only
     (r"with (?:--engine|--policy) (vllm|sglang|trtllm)", r"with the engine field at \1"),
     (r"use (?:--engine|--policy) (vllm|sglang|trtllm)", r"set the engine field to \1"),
+    (r"or (?:--engine|--policy) (vllm|sglang|trtllm)", r"or set the engine field to \1"),  # the fraction's refusal
     (r"(?<![\w`-])(?<!kvledger plan )(?<!kvledger simulate )(?:--engine|--policy)(?![\w-])", r"the engine field"),
     (r"--tensor-parallel-size|--tp\b", r"the tensor parallel (TP) field"),
 ))
