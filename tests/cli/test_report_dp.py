@@ -1,6 +1,7 @@
 """`kvledger report` takes `--data-parallel-size N --enable-expert-parallel` on the path `cost --simulate` takes
-(dp_flags.with_dp → sim_dp.py): the report's cost section is cost's for the same DP ranks, its plan has the ranks, and
-its command lines carry the flag; what cost refuses with DP ranks, the report refuses before any simulation."""
+(sim_parallel.with_dp → sim_dp.py): the report's cost section is cost's for the same DP ranks, its plan has the
+ranks, and its command lines carry the flag; what cost refuses with DP ranks, the report refuses before any
+simulation."""
 
 from __future__ import annotations
 

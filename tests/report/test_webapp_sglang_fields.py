@@ -1,8 +1,9 @@
 """The web app's SGLang fields: ``mem_fraction_static`` (SGLang's; ``gpu_memory_utilization`` stays vLLM's, each
 refused under the other engine with the CLI's message), and the parallelism fields ``data_parallel_size``,
-``enable_dp_attention`` and ``ep_size`` (vLLM's ``--data-parallel-size``, SGLang's ``--dp-size``,
-``--enable-dp-attention``, ``--ep-size``): planned as ``kvledger plan`` plans the flags, simulated as ``kvledger
-report`` simulates them, refused by the CLI's own checks in the app's words."""
+``enable_dp_attention``, ``ep_size`` and ``enable_expert_parallel`` (vLLM's ``--data-parallel-size``, SGLang's
+``--dp-size``, ``--enable-dp-attention``, ``--ep-size``, vLLM's ``--enable-expert-parallel``): planned as ``kvledger
+plan`` plans the flags, simulated as ``kvledger report`` simulates them, refused by the CLI's own checks in the app's
+words."""
 
 from __future__ import annotations
 
@@ -89,6 +90,32 @@ def test_serving_simulates_dp_attention_as_report_does():
     sim = r.json()["cost"]["simulation"]
     assert sim["capacity_search"]["slo_capacity_req_per_s"] == 1.109375
     assert sim["plan"]["num_gpu_blocks"] == 703_057
+
+
+VLLM_DP = {"model": "deepseek-ai/DeepSeek-V3", "gpu": "H200", "tp": 1, "data_parallel_size": 8,
+           "enable_expert_parallel": True}
+
+
+def test_vllm_dp_ranks_of_a_moe_model_as_plan_and_report_take_them():
+    r = client.post("/api/plan", json=VLLM_DP)
+    assert r.status_code == 200, r.text
+    cli = _cli("plan", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--tp", "1", "--data-parallel-size", "8",
+               "--enable-expert-parallel", "--json")
+    dp = r.json()["plan"]["data_parallel"]
+    assert {k: v for k, v in dp.items() if k != "requests"} == \
+        {k: v for k, v in cli["data_parallel"].items() if k != "requests"}
+    assert dp["flags"] == "--data-parallel-size 8 --enable-expert-parallel" and dp["gpus"] == 8
+    r = client.post("/api/serving", json={**VLLM_DP, "slo": "ttft=2s,tpot=100ms", "num_requests": 50,
+                                          "gpu_provider": "CoreWeave"})
+    assert r.status_code == 200, r.text
+    # `kvledger report deepseek-ai/DeepSeek-V3 --gpu H200 --tp 1 -dp 8 --enable-expert-parallel` on 50-request probes
+    # (tests/cli/test_report_dp.py): 4.8125 req/s on DP 8 × TP 1 = 8 GPUs
+    sim = r.json()["cost"]["simulation"]
+    assert (sim["capacity_search"]["slo_capacity_req_per_s"], sim["num_gpus"]) == (4.8125, 8)
+    # without it the plan refuses the MoE model's DP ranks, in plan's words
+    r = client.post("/api/plan", json={**VLLM_DP, "enable_expert_parallel": False})
+    assert r.status_code == 400 and r.json()["error"].startswith(
+        "data_parallel_size 8 for the MoE model deepseek-ai/DeepSeek-V3 without enable_expert_parallel"), r.text
 
 
 _REFUSED = [  # (the request's fields, the same inputs as CLI flags)

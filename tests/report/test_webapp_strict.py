@@ -127,7 +127,8 @@ def test_the_page_sends_only_fields_the_requests_take_and_numbers_as_numbers():
     assert plan <= set(PlanRequest.model_fields) and plan <= serving
     assert {"engine_version", "gpu_memory_utilization", "max_num_seqs", "quantization"} <= plan
     # SGLang's fraction and the parallelism beyond TP (test_webapp_sglang_fields)
-    assert {"mem_fraction_static", "data_parallel_size", "enable_dp_attention", "ep_size"} <= plan
+    assert {"mem_fraction_static", "data_parallel_size", "enable_dp_attention", "ep_size",
+            "enable_expert_parallel"} <= plan
     # every int or float field the page has a box for goes as a JSON number, and nothing else does
     numeric = {k for m in (PlanRequest, ServingRequest) for k, f in m.model_fields.items()
                if f.annotation in (int, float, int | None, float | None)}

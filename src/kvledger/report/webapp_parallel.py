@@ -2,8 +2,9 @@
 SGLang's ``mem_fraction_static`` (``--mem-fraction-static``; vLLM's is ``gpu_memory_utilization``, each refused under
 the other engine by ``plan_checks.check_memory_fraction``), ``data_parallel_size`` (vLLM's ``--data-parallel-size``,
 SGLang's ``--dp-size``), SGLang's ``enable_dp_attention`` (``--enable-dp-attention``) and ``ep_size`` (``--ep-size``,
-``ep_flags.refuse_ep_flags``): the plan as ``kvledger plan`` takes those flags, the serving panel as ``kvledger
-report`` does (``report_parallel``)."""
+``ep_flags.refuse_ep_flags``), vLLM's ``enable_expert_parallel`` (``--enable-expert-parallel``, its MoE DP ranks'):
+the plan as ``kvledger plan`` takes those flags, the serving panel as ``kvledger report`` does
+(``report_parallel``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 __all__ = ["PARALLEL_FIELDS", "WebDp", "plan_parallel", "serving_parallel", "check_serving_dp"]
 
 #: both requests' parallelism fields, ``kvledger plan``'s and ``report``'s flags by the same name
-PARALLEL_FIELDS = ("data_parallel_size", "enable_dp_attention", "ep_size")
+PARALLEL_FIELDS = ("data_parallel_size", "enable_dp_attention", "ep_size", "enable_expert_parallel")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +52,8 @@ def plan_parallel(model: str, engine: str, tp: int, fields: dict[str, Any]) -> d
     return {"mem_fraction_static": fields.get("mem_fraction_static"),
             "data_parallel_size": fields.get("data_parallel_size"),
             "enable_dp_attention": fields.get("enable_dp_attention") or None,
-            "ep_size": ep if name == "sglang" and ep != 1 else None}  # plan's: SGLang's, 1 its default
+            "ep_size": ep if name == "sglang" and ep != 1 else None,  # plan's: SGLang's, 1 its default
+            "enable_expert_parallel": bool(fields.get("enable_expert_parallel"))}  # vLLM's, its DP ranks' experts
 
 
 def serving_parallel(model: str, policy: str | None, tp: int, fields: dict[str, Any]) -> tuple[dict[str, Any], WebDp]:
@@ -63,7 +65,8 @@ def serving_parallel(model: str, policy: str | None, tp: int, fields: dict[str, 
 
     check_memory_fraction(policy or "vllm", fields)
     dp = WebDp(fields.get("data_parallel_size"), bool(fields.get("enable_dp_attention")))
-    return parallel_engine(model, policy, tp, fields.get("ep_size"), dp, fields.get("engine_version")), dp
+    ep = {"enable_expert_parallel": True} if fields.get("enable_expert_parallel") else {}  # as report's flag
+    return parallel_engine(model, policy, tp, fields.get("ep_size"), dp, fields.get("engine_version")) | ep, dp
 
 
 def check_serving_dp(req: Any, dp: WebDp) -> None:

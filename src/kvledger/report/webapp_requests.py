@@ -181,6 +181,7 @@ class DeploymentRequest(BaseModel):
     data_parallel_size: int | None = None
     enable_dp_attention: bool = False
     ep_size: int | None = None
+    enable_expert_parallel: bool = False  # vLLM's --enable-expert-parallel (a MoE model's DP ranks need it)
 
     @field_validator("max_model_len", mode="before")
     @classmethod
