@@ -90,7 +90,7 @@ _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p
     (r"(?<![\w`-])(?<!kvledger plan )(?<!kvledger simulate )(?:--engine|--policy)(?![\w-])", r"the engine field"),
     (r"--tensor-parallel-size|--tp\b", r"the tensor parallel (TP) field"),
 ))
-_FLAG = re.compile(r"(?<![\w`-])--[a-z][a-z0-9-]+")
+_FLAG = re.compile(r"(?<![\w`-])--[a-z][a-z0-9-]+(?!\w)")  # not a part of another engine's --ep_size
 
 
 def in_app_words(message: str) -> str:
