@@ -1,9 +1,9 @@
 """The web app's SGLang fields: ``mem_fraction_static`` (SGLang's; ``gpu_memory_utilization`` stays vLLM's, each
 refused under the other engine with the CLI's message), and the parallelism fields ``data_parallel_size``,
-``enable_dp_attention``, ``ep_size`` and ``enable_expert_parallel`` (vLLM's ``--data-parallel-size``, SGLang's
-``--dp-size``, ``--enable-dp-attention``, ``--ep-size``, vLLM's ``--enable-expert-parallel``): planned as ``kvledger
-plan`` plans the flags, simulated as ``kvledger report`` simulates them, refused by the CLI's own checks in the app's
-words."""
+``enable_dp_attention``, ``attn_dp_size``, ``ep_size`` and ``enable_expert_parallel`` (vLLM's
+``--data-parallel-size``, SGLang's ``--dp-size``, ``--enable-dp-attention``, ``--attn-dp-size`` (0.5.22 on),
+``--ep-size``, vLLM's ``--enable-expert-parallel``): planned as ``kvledger plan`` plans the flags, simulated as
+``kvledger report`` simulates them, refused by the CLI's own checks in the app's words."""
 
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ DP = {"model": "deepseek-ai/DeepSeek-V2-Lite", "gpu": "L40S", "engine": "sglang"
       "enable_dp_attention": True, "data_parallel_size": 2}
 DP_FLAGS = ["deepseek-ai/DeepSeek-V2-Lite", "--gpu", "L40S", "--engine", "sglang", "--tp", "2", "--ep-size", "2",
             "--enable-dp-attention", "--dp-size", "2"]
+# the same layout in SGLang 0.5.22+'s spelling: --attn-dp-size 2 is --enable-dp-attention --dp-size 2
+ATTN = {k: v for k, v in DP.items() if k not in ("enable_dp_attention", "data_parallel_size")} | {"attn_dp_size": 2}
 
 
 def _cli(*args: str) -> dict:
@@ -80,8 +82,21 @@ def test_plan_takes_dp_attention_and_ep_as_plan_does():
     assert plan["data_parallel"]["flags"] == "--attn-dp-size 2"
 
 
-def test_serving_simulates_dp_attention_as_report_does():
-    body = {**DP, "prompt_lengths": "8192", "output_lengths": "1024", "num_requests": 100,
+def test_plan_takes_attn_dp_size_as_the_same_layout():
+    r = client.post("/api/plan", json=ATTN)
+    assert r.status_code == 200, r.text
+    cli = _cli("plan", *DP_FLAGS[:-3], "--attn-dp-size", "2", "--json")
+    plan, old = r.json()["plan"], client.post("/api/plan", json=DP).json()["plan"]
+    # the plan of --enable-dp-attention --dp-size 2 above: 703,057 tokens per rank, 1,406,114 in all
+    assert plan["memory"]["num_gpu_blocks"] == cli["memory"]["num_gpu_blocks"] == 703_057
+    assert plan["data_parallel"] == old["data_parallel"]
+    assert {k: v for k, v in plan["data_parallel"].items() if k != "requests"} == \
+        {k: v for k, v in cli["data_parallel"].items() if k != "requests"}
+
+
+@pytest.mark.parametrize("layout", [DP, ATTN], ids=["enable_dp_attention", "attn_dp_size"])
+def test_serving_simulates_dp_attention_as_report_does(layout):
+    body = {**layout, "prompt_lengths": "8192", "output_lengths": "1024", "num_requests": 100,
             "slo": "ttft=5s,tpot=200ms", "api": "DeepSeek:deepseek-chat"}
     r = client.post("/api/serving", json=body)
     assert r.status_code == 200, r.text
@@ -125,9 +140,16 @@ _REFUSED = [  # (the request's fields, the same inputs as CLI flags)
     ({"ep_size": 2, "tp": 2}, ["--engine", "sglang", "--ep-size", "2", "--tp", "2"]),
     ({"data_parallel_size": 0}, ["--data-parallel-size", "0"]),
 ]
+_ATTN_REFUSED = [  # --attn-dp-size under vLLM, before SGLang 0.5.22, beside a second DP size (attn_dp.py's check)
+    ({"engine": "vllm", "attn_dp_size": 2, "tp": 2}, ["--attn-dp-size", "2", "--tp", "2"]),
+    ({"engine_version": "0.5.21", "attn_dp_size": 2, "tp": 2},
+     ["--engine", "sglang", "--engine-version", "0.5.21", "--attn-dp-size", "2", "--tp", "2"]),
+    ({"attn_dp_size": 2, "data_parallel_size": 2, "tp": 2},
+     ["--engine", "sglang", "--attn-dp-size", "2", "--dp-size", "2", "--tp", "2"]),
+]
 
 
-@pytest.mark.parametrize(("fields", "flags"), _REFUSED)
+@pytest.mark.parametrize(("fields", "flags"), _REFUSED + _ATTN_REFUSED)
 def test_the_plan_refuses_with_plans_message_in_the_apps_words(fields, flags):
     r = client.post("/api/plan", json={**PLAN, **fields})
     said = _cli_error("plan", MODEL, "--gpu", "H100", *flags)
@@ -137,10 +159,21 @@ def test_the_plan_refuses_with_plans_message_in_the_apps_words(fields, flags):
 @pytest.mark.parametrize(("fields", "flags"), [
     *_REFUSED[:4],
     ({"enable_dp_attention": True, "tp": 2}, ["--engine", "sglang", "--enable-dp-attention", "--tp", "2"]),
+    *_ATTN_REFUSED,
 ])
 def test_serving_refuses_with_reports_message_in_the_apps_words(fields, flags):
     r = client.post("/api/serving", json={**SERVING, **fields})
     said = _cli_error("report", MODEL, "--gpu", "H100", "--slo", "ttft=500ms,tpot=50ms", "--api",
                       "OpenAI:gpt-4.1-mini", "--num-requests", "100", "--json", *flags)
     assert r.status_code == 400 and r.json()["error"] == in_app_words(said), r.text
-    assert "--mem-fraction-static" not in r.json()["error"] and "--enable-dp-attention" not in r.json()["error"]
+    assert not any(f in r.json()["error"] for f in ("--mem-fraction-static", "--enable-dp-attention", "--attn-dp-size"))
+
+
+def test_attn_dp_size_refusals_name_the_apps_fields():
+    said = {k: client.post("/api/plan", json={**PLAN, **f}).json()["error"] for k, (f, _) in
+            zip(("vllm", "0.5.21", "two sizes"), _ATTN_REFUSED, strict=True)}
+    # accounting/attn_dp.resolve_attn_dp_size's three refusals, the flags as the request's fields
+    assert said["vllm"].startswith("attn_dp_size 2 is SGLang's attention DP size; vLLM's DP ranks are "
+                                   "data_parallel_size N"), said
+    assert said["0.5.21"].startswith("attn_dp_size 2: SGLang 0.5.21 has no such flag (it came in 0.5.22)"), said
+    assert said["two sizes"].startswith("attn_dp_size 2 with data_parallel_size 2: two attention DP sizes"), said

@@ -127,7 +127,7 @@ def test_the_page_sends_only_fields_the_requests_take_and_numbers_as_numbers():
     assert plan <= set(PlanRequest.model_fields) and plan <= serving
     assert {"engine_version", "gpu_memory_utilization", "max_num_seqs", "quantization"} <= plan
     # SGLang's fraction and the parallelism beyond TP (test_webapp_sglang_fields)
-    assert {"mem_fraction_static", "data_parallel_size", "enable_dp_attention", "ep_size",
+    assert {"mem_fraction_static", "data_parallel_size", "enable_dp_attention", "attn_dp_size", "ep_size",
             "enable_expert_parallel"} <= plan
     # every int or float field the page has a box for goes as a JSON number, and nothing else does
     numeric = {k for m in (PlanRequest, ServingRequest) for k, f in m.model_fields.items()
@@ -138,7 +138,8 @@ def test_the_page_sends_only_fields_the_requests_take_and_numbers_as_numbers():
                                                      "gpu_memory_utilization", "max_num_seqs", "gpu_usd_per_hour",
                                                      "cache_write_rate", "engineer_months_per_month",
                                                      "engineer_usd_per_month", "kv_offloading_size",
-                                                     "mem_fraction_static", "data_parallel_size", "ep_size"}
+                                                     "mem_fraction_static", "data_parallel_size", "attn_dp_size",
+                                                     "ep_size"}
     assert "gpu_provider" in serving  # text: a provider of the price table (the choices' providers)
 
 

@@ -45,7 +45,8 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
     more = {k: v for k, v in (more or {}).items() if v is not None}
     check_plan_numbers(tp, gpu_memory_utilization, max_num_seqs, more)  # `kvledger plan`'s ranges, in its words
     with command_named("ui"):  # a refusal names the flags, which in_app_words turns into the app's fields
-        more = plan_parallel(model, engine, tp, {"gpu_memory_utilization": gpu_memory_utilization, **more})
+        more = plan_parallel(model, engine, tp, {"gpu_memory_utilization": gpu_memory_utilization, **more},
+                             engine_version or None)
         mml, auto = read_max_model_len(max_model_len, engine, engine_version or None)  # as `plan` reads it
         settings = make_settings(engine=engine.lower(), tp=tp, contexts=CONTEXTS, kv_cache_dtype=kv_cache_dtype,
                                  max_model_len=mml, auto_max_model_len=auto or None,

@@ -180,6 +180,7 @@ class DeploymentRequest(BaseModel):
     # --enable-dp-attention and --ep-size, checked as plan and report check those flags
     data_parallel_size: int | None = None
     enable_dp_attention: bool = False
+    attn_dp_size: int | None = None  # SGLang 0.5.22+'s --attn-dp-size N: --enable-dp-attention --dp-size N
     ep_size: int | None = None
     enable_expert_parallel: bool = False  # vLLM's --enable-expert-parallel (a MoE model's DP ranks need it)
 

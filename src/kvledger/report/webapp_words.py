@@ -10,8 +10,8 @@ from typing import Any
 __all__ = ["in_app_words", "request_errors"]
 
 _FIELDS = ("model, GPU, engine, engine_version, tensor parallel (TP), max_model_len, KV cache dtype, quantization, "
-           "gpu_memory_utilization, mem_fraction_static, data_parallel_size, enable_dp_attention, ep_size, "
-           "enable_expert_parallel, max_num_seqs, host KV tier, Windows/WSL2 (WDDM), SLOs, API price row, "
+           "gpu_memory_utilization, mem_fraction_static, data_parallel_size, enable_dp_attention, attn_dp_size, "
+           "ep_size, enable_expert_parallel, max_num_seqs, host KV tier, Windows/WSL2 (WDDM), SLOs, API price row, "
            "GPU provider, GPU price (gpu_usd_per_hour), traffic, volume, input/output tokens per month, "
            "peak-to-mean, batch share, cache-hit rate, cache-write rate, team capability, engineer-months, "
            "engineer cost, utilization, requests per simulation, client latency, prompt lengths, output lengths, "
@@ -54,6 +54,7 @@ _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p
     (r"--mem-fraction-static", r"mem_fraction_static"),
     (r"(?<![\w-])(?:--data-parallel-size|--dp-size)(?![\w-])", r"data_parallel_size"),
     (r"--enable-dp-attention", r"enable_dp_attention"),
+    (r"(?<![\w-])--attn-dp-size(?![\w-])", r"attn_dp_size"),
     (r"(?<![\w-])--enable-expert-parallel(?![\w-])", r"enable_expert_parallel"),
     (r"(?<![\w-])--ep-size(?![\w-])", r"ep_size"),
     (r"--engine-version", r"engine_version"),
