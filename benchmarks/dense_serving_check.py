@@ -148,20 +148,28 @@ def print_summary(rows: list[dict]) -> None:
         print(f"  {failed} row(s) failed")
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def replay_points(description: str, default_points: Path) -> tuple[argparse.Namespace, list[dict], dict, float]:
+    """The command line of a public-points check (``--src``, ``--points``, ``--jobs``, ``--json``), its points read
+    and each run simulated once: (args, points, simulations by run, seconds taken)."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--src", type=Path, default=ROOT / "src", help="source tree whose kvledger to import")
-    ap.add_argument("--points", type=Path, default=POINTS)
+    ap.add_argument("--points", type=Path, default=default_points)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--json", type=Path, help="also write the per-row results here")
     args = ap.parse_args()
-    src = args.src.resolve()
+    args.src = args.src.resolve()
     points = list(csv.DictReader(args.points.open()))
     runs = {p["run"]: p for p in points}
     t0 = time.time()
     with ThreadPoolExecutor(args.jobs) as ex:
-        sims = dict(zip(runs, ex.map(lambda p: run_sim(p, src), runs.values())))
-    print(f"kvledger from {src}; {len(points)} rows of {len(runs)} runs in {time.time() - t0:.0f} s (uncalibrated)")
+        sims = dict(zip(runs, ex.map(lambda p: run_sim(p, args.src), runs.values())))
+    return args, points, sims, time.time() - t0
+
+
+def main() -> int:
+    args, points, sims, took_s = replay_points(__doc__.splitlines()[0], POINTS)
+    src = args.src
+    print(f"kvledger from {src}; {len(points)} rows of {len(sims)} runs in {took_s:.0f} s (uncalibrated)")
     rows = evaluate(points, sims)
     print_rows(rows)
     print_summary(rows)

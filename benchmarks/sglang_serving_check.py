@@ -21,16 +21,11 @@ output lengths were fixed (EOS ignored: the mean ITL is then the mean TPOT). Not
 
 from __future__ import annotations
 
-import argparse
-import csv
 import json
 import statistics
 import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
-from dense_serving_check import ROOT, evaluate, print_rows, run_sim
+from dense_serving_check import ROOT, evaluate, print_rows, replay_points
 
 POINTS = ROOT / "benchmarks" / "data" / "public-sglang-serving" / "points.csv"
 BANDS = ROOT / "src" / "kvledger" / "ledgers" / "data" / "error_bands.json"
@@ -119,19 +114,9 @@ def band_lines(rows: list[dict], points: list[dict]) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--src", type=Path, default=ROOT / "src", help="source tree whose kvledger to import")
-    ap.add_argument("--points", type=Path, default=POINTS)
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--json", type=Path, help="also write the per-row results here")
-    args = ap.parse_args()
-    src = args.src.resolve()
-    points = list(csv.DictReader(args.points.open()))
-    runs = {p["run"]: p for p in points}
-    t0 = time.time()
-    with ThreadPoolExecutor(args.jobs) as ex:
-        sims = dict(zip(runs, ex.map(lambda p: run_sim(p, src), runs.values())))
-    print(f"kvledger from {src}; {len(points)} rows of {len(runs)} runs in {time.time() - t0:.0f} s (uncalibrated; "
+    args, points, sims, took_s = replay_points(__doc__.splitlines()[0], POINTS)
+    src = args.src
+    print(f"kvledger from {src}; {len(points)} rows of {len(sims)} runs in {took_s:.0f} s (uncalibrated; "
           f"control rows: the same pages' vLLM runs)")
     rows = evaluate(points, sims)
     print_rows(rows)
