@@ -59,9 +59,7 @@ def sglang_shared_copies(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver: t
         return 0
     if platform(gpu) == "ROCm":
         return s.tp if ver < SGLANG_SHARED_FUSION_ROCM_UNTIL else 0
-    arch = gpu.arch
-    cap = int(arch[2:]) if arch.startswith("sm") and arch[2:].isdigit() else 0
-    return s.tp if platform(gpu) == "CUDA" and cap >= 90 else 0
+    return s.tp if platform(gpu) == "CUDA" and (gpu.capability or 0) >= 90 else 0  # torch's get_device_capability
 
 
 def _shared_weights(model: ModelSpec) -> list:
